@@ -1,0 +1,225 @@
+//! Header and type-section parsing: builds the per-id offset index in one pass, validating each
+//! record's bounds and kind-specific layout as it goes.
+
+use super::types::{Array, Composite, Datasec, Enum, FuncProto, Records, Type, TypeKind};
+use super::{Btf, Kind, MAGIC, MAX_NAME_OFFSET, MAX_TYPE_ID};
+use crate::error::{Error, Result};
+use crate::fallible;
+use object::endian::{Endian, Endianness};
+
+/// Length of the smallest header the kernel accepts (magic through str_len).
+const MIN_HEADER_LEN: usize = 24;
+/// Size of `struct btf_type`.
+const TYPE_HEADER_LEN: usize = 12;
+
+/// The raw BTF bytes in `data`: `data` itself, or its `.BTF` section when it is an ELF file.
+pub(super) fn btf_bytes(data: &[u8]) -> Result<&[u8]> {
+    if !data.starts_with(b"\x7fELF") {
+        return Ok(data);
+    }
+    crate::elf::section_data(data, ".BTF")?.ok_or(Error::MissingSection(".BTF"))
+}
+
+pub(super) struct Header {
+    pub(super) endian: Endianness,
+    pub(super) hdr_len: usize,
+    pub(super) type_off: usize,
+    pub(super) type_len: usize,
+    pub(super) str_off: usize,
+    pub(super) str_len: usize,
+}
+
+pub(super) fn read_u32(data: &[u8], offset: usize, endian: Endianness) -> Option<u32> {
+    let b = data.get(offset..offset.checked_add(4)?)?;
+    Some(endian.read_u32([b[0], b[1], b[2], b[3]]))
+}
+
+pub(super) fn parse_header(data: &[u8]) -> Result<Header> {
+    if data.len() < MIN_HEADER_LEN {
+        return Err(Error::Truncated { what: "BTF header", offset: 0 });
+    }
+    let endian = match [data[0], data[1]] {
+        m if u16::from_le_bytes(m) == MAGIC => Endianness::Little,
+        m if u16::from_be_bytes(m) == MAGIC => Endianness::Big,
+        _ => return Err(Error::BadHeader("bad magic (not BTF)")),
+    };
+    if data[2] != 1 {
+        return Err(Error::BadHeader("unsupported version"));
+    }
+    if data[3] != 0 {
+        return Err(Error::BadHeader("unsupported flags"));
+    }
+    let word = |off| read_u32(data, off, endian).unwrap_or(0) as usize;
+    let hdr_len = word(4);
+    if hdr_len < MIN_HEADER_LEN || hdr_len > data.len() {
+        return Err(Error::BadHeader("header length out of range"));
+    }
+    // A longer header from a newer kernel is accepted only if the extra bytes are zero, as
+    // the kernel does.
+    if data[MIN_HEADER_LEN..hdr_len].iter().any(|&b| b != 0) {
+        return Err(Error::BadHeader("unsupported non-zero header tail"));
+    }
+    let header = Header {
+        endian,
+        hdr_len,
+        type_off: word(8),
+        type_len: word(12),
+        str_off: word(16),
+        str_len: word(20),
+    };
+    let body = data.len() - hdr_len;
+    let type_end = header.type_off.checked_add(header.type_len);
+    let str_end = header.str_off.checked_add(header.str_len);
+    match (type_end, str_end) {
+        (Some(t), Some(s)) if t <= body && s <= body => {}
+        _ => return Err(Error::BadHeader("section extends past end of data")),
+    }
+    if header.type_off % 4 != 0 {
+        return Err(Error::BadHeader("type section not 4-byte aligned"));
+    }
+    let overlaps = header.type_off < header.str_off + header.str_len
+        && header.str_off < header.type_off + header.type_len;
+    if overlaps && header.type_len > 0 && header.str_len > 0 {
+        return Err(Error::BadHeader("type and string sections overlap"));
+    }
+    Ok(header)
+}
+
+pub(super) fn parse<'a>(data: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf<'a>> {
+    let header = parse_header(data)?;
+    if let Some(base) = base
+        && base.endian() != header.endian
+    {
+        return Err(Error::BadHeader("split BTF byte order differs from its base"));
+    }
+    let body = &data[header.hdr_len..];
+    let types = &body[header.type_off..header.type_off + header.type_len];
+    let raw_strings = &body[header.str_off..header.str_off + header.str_len];
+    let strings = check_strings(raw_strings, base.is_some(), header.hdr_len + header.str_off)?;
+    let (start_id, start_str_off) = match base {
+        Some(b) => (b.type_cnt(), b.start_str_off() + b.strings_len()),
+        None => (1, 0),
+    };
+    if u64::from(start_str_off) + strings.len() as u64 > u64::from(MAX_NAME_OFFSET) + 1 {
+        return Err(Error::Limit { what: "string section length", limit: MAX_NAME_OFFSET as usize });
+    }
+    let offsets = index_types(types, header.endian, start_id)?;
+    let btf = Btf {
+        base,
+        endian: header.endian,
+        types,
+        strings,
+        offsets,
+        start_id,
+        start_str_off,
+    };
+    super::validate::validate(&btf)?;
+    Ok(btf)
+}
+
+/// The string section must start with a NUL (base BTF), end with a NUL, and be UTF-8 (names
+/// are handed out as `&str`).
+fn check_strings(raw: &[u8], split: bool, file_offset: usize) -> Result<&str> {
+    if raw.is_empty() {
+        if split {
+            return Ok("");
+        }
+        return Err(Error::BadHeader("empty string section"));
+    }
+    if !split && raw[0] != 0 {
+        return Err(Error::BadString { offset: 0, reason: "string section must start with NUL" });
+    }
+    if raw[raw.len() - 1] != 0 {
+        return Err(Error::BadString {
+            offset: (raw.len() - 1) as u32,
+            reason: "string section not NUL-terminated",
+        });
+    }
+    core::str::from_utf8(raw).map_err(|e| Error::BadString {
+        offset: e.valid_up_to() as u32,
+        reason: if file_offset == 0 { "not UTF-8" } else { "string section is not UTF-8" },
+    })
+}
+
+/// One pass over the type section: offset of every record, each record's bounds checked.
+fn index_types(types: &[u8], endian: Endianness, start_id: u32) -> Result<alloc::vec::Vec<u32>> {
+    // Every record is at least 12 bytes, so this bounds the index without trusting any count.
+    let mut offsets = fallible::vec_with_capacity(types.len() / TYPE_HEADER_LEN)?;
+    let mut pos = 0usize;
+    let mut id = start_id;
+    while pos < types.len() {
+        if id > MAX_TYPE_ID {
+            return Err(Error::Limit { what: "type count", limit: MAX_TYPE_ID as usize });
+        }
+        let len = record_len(types, endian, pos, id)?;
+        offsets.push(pos as u32);
+        pos += len;
+        id += 1;
+    }
+    Ok(offsets)
+}
+
+fn record_len(types: &[u8], endian: Endianness, pos: usize, id: u32) -> Result<usize> {
+    let info = read_u32(types, pos + 4, endian)
+        .filter(|_| pos + TYPE_HEADER_LEN <= types.len())
+        .ok_or(Error::Truncated { what: "BTF type header", offset: pos })?;
+    let kind = Kind::from_raw((info >> 24) & 0x1f)
+        .ok_or(Error::BadType { id, reason: "unknown kind" })?;
+    let len = TYPE_HEADER_LEN + kind.extra_len((info & 0xffff) as u16);
+    if types.len() - pos < len {
+        return Err(Error::Truncated { what: "BTF type record", offset: pos });
+    }
+    Ok(len)
+}
+
+/// Decode the record at `pos` (already bounds-checked by [`index_types`]).
+pub(super) fn decode(types: &[u8], endian: Endianness, pos: usize, id: u32) -> Result<Type<'_>> {
+    let len = record_len(types, endian, pos, id)?;
+    let word = |i: usize| read_u32(types, pos + 4 * i, endian).unwrap_or(0);
+    let name_off = word(0);
+    let info = word(1);
+    let size_or_type = word(2);
+    let vlen = (info & 0xffff) as u16;
+    let kind_flag = info >> 31 != 0;
+    let kind = Kind::from_raw((info >> 24) & 0x1f)
+        .ok_or(Error::BadType { id, reason: "unknown kind" })?;
+    let records = |record_len| Records {
+        bytes: &types[pos + TYPE_HEADER_LEN..pos + len],
+        endian,
+        record_len,
+    };
+    let kind = match kind {
+        Kind::Int => {
+            let data = word(3);
+            TypeKind::Int {
+                size: size_or_type,
+                encoding: ((data >> 24) & 0x0f) as u8,
+                offset: ((data >> 16) & 0xff) as u8,
+                bits: (data & 0xff) as u8,
+            }
+        }
+        Kind::Ptr => TypeKind::Ptr(size_or_type),
+        Kind::Array => TypeKind::Array(Array {
+            elem_type: word(3),
+            index_type: word(4),
+            nelems: word(5),
+        }),
+        Kind::Struct => TypeKind::Struct(Composite { size: size_or_type, kind_flag, records: records(12) }),
+        Kind::Union => TypeKind::Union(Composite { size: size_or_type, kind_flag, records: records(12) }),
+        Kind::Enum => TypeKind::Enum(Enum { size: size_or_type, signed: kind_flag, records: records(8) }),
+        Kind::Enum64 => TypeKind::Enum64(Enum { size: size_or_type, signed: kind_flag, records: records(12) }),
+        Kind::Fwd => TypeKind::Fwd { union: kind_flag },
+        Kind::Typedef => TypeKind::Typedef(size_or_type),
+        Kind::Volatile => TypeKind::Volatile(size_or_type),
+        Kind::Const => TypeKind::Const(size_or_type),
+        Kind::Restrict => TypeKind::Restrict(size_or_type),
+        Kind::TypeTag => TypeKind::TypeTag(size_or_type),
+        Kind::Func => TypeKind::Func { proto: size_or_type, linkage: vlen },
+        Kind::FuncProto => TypeKind::FuncProto(FuncProto { return_type: size_or_type, records: records(8) }),
+        Kind::Var => TypeKind::Var { type_id: size_or_type, linkage: word(3) },
+        Kind::Datasec => TypeKind::Datasec(Datasec { size: size_or_type, records: records(12) }),
+        Kind::Float => TypeKind::Float { size: size_or_type },
+        Kind::DeclTag => TypeKind::DeclTag { type_id: size_or_type, component_idx: word(3) as i32 },
+    };
+    Ok(Type { id, name_off, kind })
+}

@@ -1,0 +1,187 @@
+//! Structural validation, at least as strict as the kernel's BTF checker on structure: every
+//! kind's fixed fields, every referenced id and string offset, and no cycle that does not pass
+//! through a pointer (such a cycle would make size resolution loop).
+
+use super::types::{Type, TypeKind};
+use super::{Btf, Kind};
+use crate::error::{Error, Result};
+use crate::fallible;
+use alloc::vec::Vec;
+
+pub(super) fn validate(btf: &Btf<'_>) -> Result<()> {
+    for id in btf.start_id()..btf.type_cnt() {
+        let ty = btf.type_by_id(id)?;
+        check_type(btf, &ty)?;
+    }
+    check_cycles(btf)
+}
+
+fn bad(id: u32, reason: &'static str) -> Error {
+    Error::BadType { id, reason }
+}
+
+fn check_ref(btf: &Btf<'_>, id: u32, target: u32) -> Result<()> {
+    if target >= btf.type_cnt() {
+        return Err(bad(id, "references a type id that does not exist"));
+    }
+    Ok(())
+}
+
+fn check_name<'a>(btf: &Btf<'a>, id: u32, name_off: u32) -> Result<&'a str> {
+    btf.name(name_off).map_err(|_| bad(id, "name offset out of range"))
+}
+
+fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
+    let id = ty.id;
+    let name = check_name(btf, id, ty.name_off)?;
+    for target in ty.referenced_ids() {
+        check_ref(btf, id, target)?;
+    }
+    match &ty.kind {
+        TypeKind::Void => {}
+        TypeKind::Int { size, offset, bits, encoding } => {
+            if !matches!(size, 1 | 2 | 4 | 8 | 16) {
+                return Err(bad(id, "INT size must be 1, 2, 4, 8 or 16"));
+            }
+            if u32::from(*bits) > 128 || u32::from(*offset) + u32::from(*bits) > size * 8 {
+                return Err(bad(id, "INT bits exceed its size"));
+            }
+            if encoding.count_ones() > 1 {
+                return Err(bad(id, "INT has more than one encoding"));
+            }
+        }
+        TypeKind::Ptr(_)
+        | TypeKind::Volatile(_)
+        | TypeKind::Const(_)
+        | TypeKind::Restrict(_) => {
+            if !name.is_empty() {
+                return Err(bad(id, "pointer or modifier has a name"));
+            }
+        }
+        TypeKind::Typedef(_) | TypeKind::TypeTag(_) | TypeKind::Func { .. } | TypeKind::DeclTag { .. } => {
+            if name.is_empty() {
+                return Err(bad(id, "typedef, type tag, func or decl tag has no name"));
+            }
+        }
+        TypeKind::Var { .. } => {
+            if name.is_empty() {
+                return Err(bad(id, "VAR has no name"));
+            }
+        }
+        TypeKind::Array(array) => {
+            if array.elem_type == 0 {
+                return Err(bad(id, "ARRAY of void"));
+            }
+        }
+        TypeKind::Struct(c) | TypeKind::Union(c) => {
+            let is_union = ty.kind() == Some(Kind::Union);
+            let mut last_offset = 0;
+            for m in c.members() {
+                check_name(btf, id, m.name_off)?;
+                if c.kind_flag && m.bitfield_size > 128 {
+                    return Err(bad(id, "member bitfield larger than 128 bits"));
+                }
+                if is_union && m.bit_offset != 0 {
+                    return Err(bad(id, "union member at non-zero offset"));
+                }
+                if m.bit_offset < last_offset {
+                    return Err(bad(id, "member offsets not increasing"));
+                }
+                if m.bit_offset.div_ceil(8) > c.size {
+                    return Err(bad(id, "member offset past the end of the struct"));
+                }
+                last_offset = m.bit_offset;
+            }
+        }
+        TypeKind::Enum(e) | TypeKind::Enum64(e) => {
+            if !matches!(e.size, 1 | 2 | 4 | 8) {
+                return Err(bad(id, "enum size must be 1, 2, 4 or 8"));
+            }
+            for v in e.values() {
+                if check_name(btf, id, v.name_off)?.is_empty() {
+                    return Err(bad(id, "enumerator has no name"));
+                }
+            }
+        }
+        TypeKind::Fwd { .. } => {
+            if name.is_empty() {
+                return Err(bad(id, "FWD has no name"));
+            }
+        }
+        TypeKind::FuncProto(p) => {
+            for param in p.params() {
+                check_name(btf, id, param.name_off)?;
+            }
+        }
+        TypeKind::Datasec(d) => {
+            if name.is_empty() {
+                return Err(bad(id, "DATASEC has no name"));
+            }
+            for v in d.vars() {
+                if v.type_id == 0 {
+                    return Err(bad(id, "DATASEC entry of void"));
+                }
+            }
+        }
+        TypeKind::Float { size } => {
+            if !matches!(size, 2 | 4 | 8 | 12 | 16) {
+                return Err(bad(id, "FLOAT size must be 2, 4, 8, 12 or 16"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Edge `index` of the edges that must not form a cycle: every reference but a pointer's (a
+/// struct may point to itself).
+fn value_edge(ty: &Type<'_>, index: usize) -> Option<u32> {
+    match ty.kind {
+        TypeKind::Ptr(_) => None,
+        _ => ty.referenced_id(index),
+    }
+}
+
+/// Iterative three-colour DFS over value edges of this BTF's own types (base types were checked
+/// when the base was parsed, and cannot refer back into split types).
+fn check_cycles(btf: &Btf<'_>) -> Result<()> {
+    const WHITE: u8 = 0;
+    const GREY: u8 = 1;
+    const BLACK: u8 = 2;
+    let start = btf.start_id();
+    let count = (btf.type_cnt() - start) as usize;
+    let mut colour: Vec<u8> = fallible::vec_with_capacity(count)?;
+    colour.resize(count, WHITE);
+    // (type id, index of the next edge to follow)
+    let mut stack: Vec<(u32, usize)> = Vec::new();
+    for root in start..btf.type_cnt() {
+        if colour[(root - start) as usize] != WHITE {
+            continue;
+        }
+        fallible::push(&mut stack, (root, 0))?;
+        colour[(root - start) as usize] = GREY;
+        while let Some(&mut (id, ref mut next)) = stack.last_mut() {
+            let ty = btf.type_by_id(id)?;
+            let edge = value_edge(&ty, *next);
+            *next += 1;
+            match edge {
+                None => {
+                    colour[(id - start) as usize] = BLACK;
+                    stack.pop();
+                }
+                Some(target) if target >= start => {
+                    let slot = &mut colour[(target - start) as usize];
+                    match *slot {
+                        WHITE => {
+                            *slot = GREY;
+                            fallible::push(&mut stack, (target, 0))?;
+                        }
+                        GREY => return Err(bad(target, "reference cycle not through a pointer")),
+                        _ => {}
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,121 @@
+//! The crate's error type: every variant says what went wrong and where (type id, byte offset,
+//! section, relocation), so a user can find the bad byte without a debugger.
+
+use core::fmt;
+
+/// Result alias used throughout the crate.
+pub type Result<T> = core::result::Result<T, Error>;
+
+/// Everything that can go wrong while reading, relocating or minimizing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// An allocation failed; the operation was abandoned and nothing leaked.
+    OutOfMemory,
+    /// The BTF header is malformed (bad magic, version, header length or section bounds).
+    BadHeader(&'static str),
+    /// A BTF blob ends before a record it announces.
+    Truncated {
+        /// What was being read.
+        what: &'static str,
+        /// Byte offset (within the type section, or the blob) where the record starts.
+        offset: usize,
+    },
+    /// A type record is invalid.
+    BadType {
+        /// The offending type id.
+        id: u32,
+        /// Why it is invalid.
+        reason: &'static str,
+    },
+    /// A string offset is out of range or not NUL-terminated.
+    BadString {
+        /// The string offset.
+        offset: u32,
+        /// Why it is invalid.
+        reason: &'static str,
+    },
+    /// A type id that does not exist in the BTF it is looked up in.
+    NoSuchType(u32),
+    /// A documented limit was exceeded.
+    Limit {
+        /// Which limit.
+        what: &'static str,
+        /// The limit's value.
+        limit: usize,
+    },
+    /// The ELF file is malformed or not a BPF object.
+    BadElf(&'static str),
+    /// A required ELF section is absent.
+    MissingSection(&'static str),
+    /// `.BTF.ext` is malformed.
+    BadBtfExt {
+        /// Why it is invalid.
+        reason: &'static str,
+        /// Byte offset within `.BTF.ext`.
+        offset: usize,
+    },
+    /// A CO-RE relocation record cannot be applied.
+    BadRelocation {
+        /// Index of the record within its section's core_relo records.
+        relo: u32,
+        /// Why it failed.
+        reason: &'static str,
+    },
+    /// Several candidate types match a relocation but give different results.
+    AmbiguousRelocation {
+        /// Index of the record within its section's core_relo records.
+        relo: u32,
+        /// Target type id of the first matching candidate.
+        first: u32,
+        /// Target type id of the disagreeing candidate.
+        second: u32,
+    },
+    /// An argument passed by the caller is invalid.
+    InvalidArgument(&'static str),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::OutOfMemory => f.write_str("out of memory"),
+            Error::BadHeader(why) => write!(f, "invalid BTF header: {why}"),
+            Error::Truncated { what, offset } => {
+                write!(f, "truncated {what} at byte offset {offset}")
+            }
+            Error::BadType { id, reason } => write!(f, "invalid BTF type [{id}]: {reason}"),
+            Error::BadString { offset, reason } => {
+                write!(f, "invalid BTF string at offset {offset}: {reason}")
+            }
+            Error::NoSuchType(id) => write!(f, "no BTF type with id {id}"),
+            Error::Limit { what, limit } => write!(f, "limit exceeded: {what} (limit {limit})"),
+            Error::BadElf(why) => write!(f, "invalid BPF ELF object: {why}"),
+            Error::MissingSection(name) => write!(f, "ELF section {name} is missing"),
+            Error::BadBtfExt { reason, offset } => {
+                write!(f, "invalid .BTF.ext at byte offset {offset}: {reason}")
+            }
+            Error::BadRelocation { relo, reason } => {
+                write!(f, "CO-RE relocation #{relo}: {reason}")
+            }
+            Error::AmbiguousRelocation { relo, first, second } => write!(
+                f,
+                "CO-RE relocation #{relo}: candidates [{first}] and [{second}] match but disagree"
+            ),
+            Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+impl From<alloc::collections::TryReserveError> for Error {
+    fn from(_: alloc::collections::TryReserveError) -> Self {
+        Error::OutOfMemory
+    }
+}
+
+impl From<hashbrown::TryReserveError> for Error {
+    fn from(_: hashbrown::TryReserveError) -> Self {
+        Error::OutOfMemory
+    }
+}

@@ -1,0 +1,23 @@
+//! btfgen: minimized BTF for CO-RE eBPF objects.
+//!
+//! Pipeline, one module per stage, data flowing one way:
+//! [`btf`] (bytes → validated views; writer) → [`object`] (BPF ELF + `.BTF.ext`) →
+//! [`core`] (CO-RE specs, candidates, matching, results) → [`minimize`] (marks → new BTF).
+//!
+//! The crate is `#![no_std]` with `alloc`; every allocation is fallible and surfaces as
+//! [`Error::OutOfMemory`]. The `std` feature adds file helpers; `cli` builds the `btfgen` binary.
+#![no_std]
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod btf;
+pub mod object;
+mod elf;
+pub mod error;
+mod fallible;
+
+pub use error::{Error, Result};

@@ -1,0 +1,35 @@
+//! The `btfgen` command-line tool: a thin shell over the library. Each subcommand lives in
+//! `src/cli/` and turns arguments and files into library calls and errors into one-line messages.
+
+mod cli;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Minimized BTF for CO-RE eBPF objects.
+#[derive(Parser)]
+#[command(name = "btfgen", version, about)]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print every type of a BTF in `bpftool btf dump file` raw format.
+    Dump(cli::dump::DumpArgs),
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let result = match args.command {
+        Command::Dump(a) => cli::dump::run(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("btfgen: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! BPF ELF objects: program sections, instructions, `.BTF` and `.BTF.ext`.
