@@ -46,6 +46,15 @@ pub enum Error {
     },
     /// The ELF file is malformed or not a BPF object.
     BadElf(&'static str),
+    /// A section or symbol of a BPF ELF object is malformed.
+    BadElfSection {
+        /// Why it is invalid.
+        reason: &'static str,
+        /// Index of the ELF section (for a symbol: of the symbol table).
+        section: usize,
+        /// Byte offset within that section.
+        offset: u64,
+    },
     /// A required ELF section is absent.
     MissingSection(&'static str),
     /// `.BTF.ext` is malformed.
@@ -90,6 +99,10 @@ impl fmt::Display for Error {
             Error::NoSuchType(id) => write!(f, "no BTF type with id {id}"),
             Error::Limit { what, limit } => write!(f, "limit exceeded: {what} (limit {limit})"),
             Error::BadElf(why) => write!(f, "invalid BPF ELF object: {why}"),
+            Error::BadElfSection { reason, section, offset } => write!(
+                f,
+                "invalid BPF ELF object: section #{section} at byte offset {offset}: {reason}"
+            ),
             Error::MissingSection(name) => write!(f, "ELF section {name} is missing"),
             Error::BadBtfExt { reason, offset } => {
                 write!(f, "invalid .BTF.ext at byte offset {offset}: {reason}")

@@ -15,6 +15,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod btf;
+pub mod core;
 pub mod object;
 mod elf;
 pub mod error;

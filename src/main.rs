@@ -18,12 +18,15 @@ struct Args {
 enum Command {
     /// Print every type of a BTF in `bpftool btf dump file` raw format.
     Dump(cli::dump::DumpArgs),
+    /// Resolve every CO-RE relocation of OBJECTs against a target BTF and print the results.
+    Relocate(cli::relocate::RelocateArgs),
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let result = match args.command {
         Command::Dump(a) => cli::dump::run(&a),
+        Command::Relocate(a) => cli::relocate::run(&a),
     };
     match result {
         Ok(code) => code,

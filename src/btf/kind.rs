@@ -99,6 +99,32 @@ impl Kind {
         }
     }
 
+    /// The lowercase name libbpf's logs use (`struct`, `func_proto`, ...).
+    pub fn libbpf_name(self) -> &'static str {
+        use Kind::*;
+        match self {
+            Int => "int",
+            Ptr => "ptr",
+            Array => "array",
+            Struct => "struct",
+            Union => "union",
+            Enum => "enum",
+            Fwd => "fwd",
+            Typedef => "typedef",
+            Volatile => "volatile",
+            Const => "const",
+            Restrict => "restrict",
+            Func => "func",
+            FuncProto => "func_proto",
+            Var => "var",
+            Datasec => "datasec",
+            Float => "float",
+            DeclTag => "decl_tag",
+            TypeTag => "type_tag",
+            Enum64 => "enum64",
+        }
+    }
+
     /// Bytes of kind-specific data after the 12-byte header, for a type with `vlen` entries.
     pub fn extra_len(self, vlen: u16) -> usize {
         let vlen = usize::from(vlen);

@@ -1,8 +1,11 @@
 //! Subcommands of the `btfgen` binary, plus the file helpers they share.
 
 pub mod dump;
+pub mod relocate;
 
 use std::fmt;
+use btfgen::btf::Btf;
+use btfgen::core::Targets;
 use std::path::{Path, PathBuf};
 
 /// A CLI error: a one-line message with the path or argument it concerns.
@@ -50,4 +53,44 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult<()> {
         let _ = std::fs::remove_file(&tmp);
         CliError(format!("{}: {e}", path.display()))
     })
+}
+
+/// The bytes of a run's target BTFs: the main BTF, its base when it is split, and module BTFs
+/// split on it.
+pub struct TargetFiles {
+    main: (String, Vec<u8>),
+    base: Option<(String, Vec<u8>)>,
+    modules: Vec<(String, Vec<u8>)>,
+}
+
+impl TargetFiles {
+    /// Read every file, naming the one that fails.
+    pub fn read(main: &Path, base: Option<&Path>, modules: &[PathBuf]) -> CliResult<Self> {
+        let load = |p: &Path| Ok::<_, CliError>((p.display().to_string(), read_file(p)?));
+        Ok(TargetFiles {
+            main: load(main)?,
+            base: base.map(load).transpose()?,
+            modules: modules.iter().map(|p| load(p)).collect::<CliResult<_>>()?,
+        })
+    }
+
+    /// Parse and validate every BTF, then run `f` on the resulting targets.
+    pub fn with_targets<T>(&self, f: impl FnOnce(&Targets<'_>) -> CliResult<T>) -> CliResult<T> {
+        let base = match &self.base {
+            Some((name, data)) => Some(Btf::parse_raw_or_elf(data, None).map_err(context(name))?),
+            None => None,
+        };
+        let (main_name, main_data) = &self.main;
+        let main = Btf::parse_raw_or_elf(main_data, base.as_ref()).map_err(context(main_name))?;
+        let modules = self
+            .modules
+            .iter()
+            .map(|(name, data)| Btf::parse_raw_or_elf(data, Some(&main)).map_err(context(name)))
+            .collect::<CliResult<Vec<_>>>()?;
+        let mut targets = Targets::new(&main);
+        for module in &modules {
+            targets.add_module(module).map_err(context("module BTF"))?;
+        }
+        f(&targets)
+    }
 }

@@ -1,0 +1,140 @@
+//! `btfgen relocate`: resolve every CO-RE relocation of the given objects against a target BTF
+//! and print the results, as a table or as JSON lines.
+
+use super::{CliError, CliResult, TargetFiles, context, read_file};
+use btfgen::btf::Btf;
+use btfgen::core::relocate::{ObjectRelocation, relocate_object};
+use btfgen::core::{CandidateIndex, Targets};
+use btfgen::object::BpfObject;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `btfgen relocate`.
+#[derive(clap::Args)]
+pub struct RelocateArgs {
+    /// Target BTF (raw, or ELF with .BTF), e.g. /sys/kernel/btf/vmlinux.
+    #[arg(long)]
+    btf: PathBuf,
+    /// Base BTF when the target BTF is split BTF.
+    #[arg(long)]
+    base_btf: Option<PathBuf>,
+    /// Kernel module BTF (split on the target), searched when the target has no candidate.
+    #[arg(long = "module-btf")]
+    module_btf: Vec<PathBuf>,
+    /// Print one JSON object per relocation instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// BPF objects (ELF with .BTF and .BTF.ext).
+    #[arg(required = true)]
+    objects: Vec<PathBuf>,
+}
+
+/// `[ID] kind name` of a type, as libbpf's logs print it.
+pub fn describe(btf: &Btf<'_>, id: u32) -> String {
+    match btf.type_by_id(id) {
+        Ok(ty) => {
+            let kind = ty.kind().map_or("void", |k| k.libbpf_name());
+            let name = btf.name(ty.name_off).unwrap_or("");
+            let name = if name.is_empty() { "<anon>" } else { name };
+            format!("[{id}] {kind} {name}")
+        }
+        Err(_) => format!("[{id}] <invalid>"),
+    }
+}
+
+/// `kind name` of a local type (`struct task_struct`).
+fn local_type_name(btf: &Btf<'_>, id: u32) -> String {
+    let full = describe(btf, id);
+    full.split_once("] ").map_or(full.clone(), |(_, rest)| rest.to_string())
+}
+
+fn to_json(path: &str, local: &Btf<'_>, targets: &Targets<'_>, r: &ObjectRelocation<'_, '_>) -> Value {
+    let mut obj = json!({
+        "object": path,
+        "section": r.section,
+        "program": r.program,
+        "relo": r.relo,
+        "insn": r.insn,
+        "kind": r.kind.map_or_else(|| format!("unknown({})", r.raw_kind), |k| k.name().to_string()),
+        "local_type": local_type_name(local, r.local_type_id),
+        "access": r.access,
+    });
+    match &r.outcome {
+        Ok((resolved, patched)) => {
+            let (orig, new, poison) = match patched {
+                btfgen::core::patch::Patched::Value { orig, new } => (json!(orig), json!(new), false),
+                btfgen::core::patch::Patched::Poisoned => (Value::Null, Value::Null, true),
+            };
+            let target = resolved
+                .target()
+                .map(|(cand, _)| describe(targets.btf(cand.source), cand.id));
+            obj["poison"] = json!(poison);
+            obj["orig"] = orig;
+            obj["new"] = new;
+            obj["target"] = json!(target);
+        }
+        Err(e) => {
+            obj["poison"] = json!(false);
+            obj["orig"] = Value::Null;
+            obj["new"] = Value::Null;
+            obj["target"] = Value::Null;
+            obj["error"] = json!(e.to_string());
+        }
+    }
+    obj
+}
+
+fn table_row(local: &Btf<'_>, targets: &Targets<'_>, r: &ObjectRelocation<'_, '_>) -> String {
+    let kind = r.kind.map_or("unknown", |k| k.name());
+    let what = format!("{} {}", local_type_name(local, r.local_type_id), r.access);
+    let result = match &r.outcome {
+        Ok((resolved, btfgen::core::patch::Patched::Value { orig, new })) => {
+            let target = resolved
+                .target()
+                .map_or("no target".to_string(), |(c, _)| describe(targets.btf(c.source), c.id));
+            format!("{orig} -> {new}  {target}")
+        }
+        Ok((_, btfgen::core::patch::Patched::Poisoned)) => "poisoned (no matching target)".to_string(),
+        Err(e) => format!("ERROR: {e}"),
+    };
+    format!("{:<20} {:<24} {:>4} {:>5} {:<15} {:<40} {}", r.section, r.program, r.relo, r.insn, kind, what, result)
+}
+
+/// Run `btfgen relocate`.
+pub fn run(args: &RelocateArgs) -> CliResult<ExitCode> {
+    let files = TargetFiles::read(&args.btf, args.base_btf.as_deref(), &args.module_btf)?;
+    files.with_targets(|targets| relocate_all(args, targets))
+}
+
+fn relocate_all(args: &RelocateArgs, targets: &Targets<'_>) -> CliResult<ExitCode> {
+    let mut index = CandidateIndex::new();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut failed = false;
+    for path in &args.objects {
+        let data = read_file(path)?;
+        let name = path.display().to_string();
+        let obj = BpfObject::parse(&data).map_err(context(&name))?;
+        let btf_bytes = obj
+            .btf_bytes()
+            .ok_or_else(|| CliError(format!("{name}: object has no .BTF section")))?;
+        let local = Btf::parse(btf_bytes).map_err(context(format!("{name}: .BTF")))?;
+        let relocated = relocate_object(&obj, &local, targets, &mut index).map_err(context(&name))?;
+        if !args.json {
+            writeln!(out, "{name}: {} CO-RE relocations", relocated.relocations.len()).map_err(context("stdout"))?;
+        }
+        for r in &relocated.relocations {
+            failed |= r.outcome.is_err();
+            let line = if args.json {
+                to_json(&name, &local, targets, r).to_string()
+            } else {
+                table_row(&local, targets, r)
+            };
+            writeln!(out, "{line}").map_err(context("stdout"))?;
+        }
+    }
+    out.flush().map_err(context("stdout"))?;
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}

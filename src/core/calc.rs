@@ -1,0 +1,213 @@
+//! Relocation values: what a spec (local or target) says the instruction should hold, and the
+//! combined result for one relocation (libbpf's `bpf_core_calc_relo`).
+
+use super::RelocKind;
+use super::spec::Spec;
+use crate::btf::{Btf, TypeKind, kind::INT_SIGNED};
+use crate::error::{Error, Result};
+
+/// What a relocation resolved to: the values to check and patch into its instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Resolution {
+    /// Value the instruction holds as compiled (from the local spec).
+    pub orig_val: u64,
+    /// Value it must hold for the target.
+    pub new_val: u64,
+    /// The instruction must be replaced by libbpf's invalid helper call.
+    pub poison: bool,
+    /// Whether the instruction's current value must equal `orig_val`.
+    pub validate: bool,
+    /// A load/store size change that is not safe: poison LDX/ST/STX instead of resizing.
+    pub fail_memsz_adjust: bool,
+    /// Memory access size implied by the local field (0 if none).
+    pub orig_sz: u32,
+    /// Memory access size implied by the target field (0 if none).
+    pub new_sz: u32,
+    /// Local field type id (modifiers and typedefs skipped).
+    pub orig_type_id: u32,
+    /// Target field type id (modifiers and typedefs skipped).
+    pub new_type_id: u32,
+}
+
+/// A value computation outcome: a value, or "poison the instruction".
+enum Value {
+    Known { val: u64, field_sz: u32, type_id: u32, validate: bool },
+    Poison,
+}
+
+fn invalid(reason: &'static str) -> Error {
+    Error::BadRelocation { relo: 0, reason }
+}
+
+fn field_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>, target_is_le: bool) -> Result<Value> {
+    if kind == RelocKind::FieldExists {
+        return Ok(Value::Known { val: u64::from(spec.is_some()), field_sz: 0, type_id: 0, validate: true });
+    }
+    let Some(spec) = spec else { return Ok(Value::Poison) };
+    let acc = spec.accessors.last().ok_or(invalid("empty spec"))?;
+    if acc.name.is_none() {
+        // An a[n] access: only its offset and size can be relocated.
+        let size = btf.resolve_size(acc.type_id).map_err(|_| invalid("array element has no size"))?;
+        let size32 = u32::try_from(size).map_err(|_| invalid("array element too large"))?;
+        return match kind {
+            RelocKind::FieldByteOffset => Ok(Value::Known {
+                val: u64::from(spec.bit_offset / 8),
+                field_sz: size32,
+                type_id: acc.type_id,
+                validate: true,
+            }),
+            RelocKind::FieldByteSize => Ok(Value::Known { val: size, field_sz: 0, type_id: 0, validate: true }),
+            _ => Err(invalid("relocation kind cannot be applied to an array access")),
+        };
+    }
+    let parent = btf.type_by_id(acc.type_id)?;
+    let composite = parent.kind.composite().ok_or(invalid("accessor is not a member"))?;
+    let member = composite.member(acc.idx as usize).ok_or(invalid("member index out of range"))?;
+    let field_type = btf.skip_mods_and_typedefs(member.type_id)?;
+    let bit_off = spec.bit_offset;
+    let mut bit_sz = member.bitfield_size;
+    let bitfield = bit_sz > 0;
+    let (byte_off, byte_sz) = if bitfield {
+        let mut byte_sz = field_type.size().ok_or(invalid("bitfield of a type without size"))?;
+        if byte_sz == 0 {
+            return Err(invalid("bitfield of a zero-sized type"));
+        }
+        let mut byte_off = bit_off / 8 / byte_sz * byte_sz;
+        // Smallest power-of-two load that covers the whole bitfield.
+        while u64::from(bit_off) + u64::from(bit_sz) - u64::from(byte_off) * 8 > u64::from(byte_sz) * 8 {
+            if byte_sz >= 8 {
+                return Err(invalid("bitfield cannot be read with a 64-bit load"));
+            }
+            byte_sz *= 2;
+            byte_off = bit_off / 8 / byte_sz * byte_sz;
+        }
+        (byte_off, byte_sz)
+    } else {
+        let size = btf.resolve_size(field_type.id).map_err(|_| invalid("field has no size"))?;
+        let byte_sz = u32::try_from(size).map_err(|_| invalid("field too large"))?;
+        bit_sz = byte_sz.wrapping_mul(8);
+        (bit_off / 8, byte_sz)
+    };
+    // Bitfield offsets and sizes may legitimately differ from what the compiler emitted, so
+    // only signedness and right shifts are validated for them.
+    let mut validate = !bitfield;
+    let (val, field_sz, type_id) = match kind {
+        RelocKind::FieldByteOffset => {
+            if bitfield { (u64::from(byte_off), 0, 0) } else { (u64::from(byte_off), byte_sz, field_type.id) }
+        }
+        RelocKind::FieldByteSize => (u64::from(byte_sz), 0, 0),
+        RelocKind::FieldSigned => {
+            validate = true;
+            let signed = match field_type.kind {
+                TypeKind::Enum(e) | TypeKind::Enum64(e) => e.signed,
+                TypeKind::Int { encoding, .. } => encoding & INT_SIGNED != 0,
+                _ => false,
+            };
+            (u64::from(signed), 0, 0)
+        }
+        RelocKind::FieldLshiftU64 => {
+            let in_word = u64::from(bit_off) - u64::from(byte_off) * 8;
+            let val = if target_is_le {
+                64u64.wrapping_sub(in_word + u64::from(bit_sz))
+            } else {
+                (8u64.wrapping_sub(u64::from(byte_sz))).wrapping_mul(8).wrapping_add(in_word)
+            };
+            (val, 0, 0)
+        }
+        RelocKind::FieldRshiftU64 => {
+            validate = true;
+            (64u64.wrapping_sub(u64::from(bit_sz)), 0, 0)
+        }
+        _ => return Err(invalid("not a field relocation")),
+    };
+    Ok(Value::Known { val, field_sz, type_id, validate })
+}
+
+fn type_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>) -> Result<Value> {
+    let Some(spec) = spec else {
+        return Ok(Value::Known { val: 0, field_sz: 0, type_id: 0, validate: true });
+    };
+    let (val, validate) = match kind {
+        // Type ids change during linking, so the compiled value is never checked.
+        RelocKind::TypeIdTarget => (u64::from(spec.root_type_id), false),
+        RelocKind::TypeExists | RelocKind::TypeMatches => (1, true),
+        RelocKind::TypeSize => (btf.resolve_size(spec.root_type_id).map_err(|_| invalid("type has no size"))?, true),
+        _ => return Err(invalid("not a type relocation")),
+    };
+    Ok(Value::Known { val, field_sz: 0, type_id: 0, validate })
+}
+
+fn enum_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>) -> Result<Value> {
+    let known = |val| Ok(Value::Known { val, field_sz: 0, type_id: 0, validate: true });
+    match kind {
+        RelocKind::EnumvalExists => known(u64::from(spec.is_some())),
+        RelocKind::EnumvalValue => {
+            let Some(spec) = spec else { return Ok(Value::Poison) };
+            let acc = spec.accessors.first().ok_or(invalid("empty spec"))?;
+            let ty = btf.type_by_id(acc.type_id)?;
+            let values = ty.kind.any_enum().ok_or(invalid("enum accessor is not an enum"))?;
+            let v = values.value(acc.idx as usize).ok_or(invalid("enumerator index out of range"))?;
+            // ENUM values are signed 32-bit in libbpf's struct and sign-extend into the u64.
+            known(v.signed_value() as u64)
+        }
+        _ => Err(invalid("not an enum relocation")),
+    }
+}
+
+fn value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>, target_is_le: bool) -> Result<Value> {
+    if kind.is_field_based() {
+        field_value(btf, kind, spec, target_is_le)
+    } else if kind.is_type_based() {
+        type_value(btf, kind, spec)
+    } else {
+        enum_value(btf, kind, spec)
+    }
+}
+
+/// Compute the resolution for one candidate (`targ = Some`) or for "no candidate matched"
+/// (`targ = None`). `target_is_le` is the byte order of the BPF target, which decides the
+/// bitfield left-shift.
+pub fn calc_relo(
+    local_btf: &Btf<'_>,
+    local: &Spec<'_>,
+    targ_btf: &Btf<'_>,
+    targ: Option<&Spec<'_>>,
+    target_is_le: bool,
+) -> Result<Resolution> {
+    let kind = local.kind;
+    let mut res = Resolution { validate: true, ..Resolution::default() };
+    let orig = value(local_btf, kind, Some(local), target_is_le)?;
+    let new = value(targ_btf, kind, targ, target_is_le)?;
+    match (orig, new) {
+        (Value::Known { val, field_sz, type_id, validate }, Value::Known { val: nval, field_sz: nsz, type_id: ntid, .. }) => {
+            res.orig_val = val;
+            res.orig_sz = field_sz;
+            res.orig_type_id = type_id;
+            res.validate = validate;
+            res.new_val = nval;
+            res.new_sz = nsz;
+            res.new_type_id = ntid;
+        }
+        (Value::Known { val, field_sz, type_id, validate }, Value::Poison) => {
+            res.orig_val = val;
+            res.orig_sz = field_sz;
+            res.orig_type_id = type_id;
+            res.validate = validate;
+            res.poison = true;
+            return Ok(res);
+        }
+        (Value::Poison, _) => {
+            res.poison = true;
+            return Ok(res);
+        }
+    }
+    if kind.is_field_based() && res.orig_sz != res.new_sz {
+        let orig_t = local_btf.type_by_id(res.orig_type_id)?;
+        let new_t = targ_btf.type_by_id(res.new_type_id)?;
+        let unsigned_int = |t: &TypeKind<'_>| matches!(t, TypeKind::Int { encoding, .. } if *encoding != INT_SIGNED);
+        let safe = matches!((&orig_t.kind, &new_t.kind), (TypeKind::Ptr(_), TypeKind::Ptr(_)))
+            || (unsigned_int(&orig_t.kind) && unsigned_int(&new_t.kind));
+        res.fail_memsz_adjust = !safe;
+    }
+    Ok(res)
+}
