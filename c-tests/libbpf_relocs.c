@@ -347,6 +347,9 @@ static struct relo *relo_get(const char *prog, size_t prog_len, int idx)
 	return r;
 }
 
+/* unattributed warning since the last relocation started, see below */
+static char *pending_warn;
+
 static bool starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
@@ -399,8 +402,15 @@ static void parse_relo_line(enum libbpf_print_level level, const char *line)
 		return;
 	prog = line + 6;
 	q = strstr(prog, "': relo #");
-	if (!q)
+	if (!q) {
+		/* a warning of the relocation in progress that does not name
+		 * it, e.g. "prog 'p': relo 0 at insn #70 can't be satisfied
+		 * for bitfield" (0 is the kind there) */
+		q = strstr(prog, "': ");
+		if (q && level == LIBBPF_WARN && !pending_warn)
+			pending_warn = xstrdup(q + 3);
 		return;
+	}
 	idx = strtol(q + 9, &end, 10);
 	if (end == q + 9 || !starts_with(end, ": "))
 		return;
@@ -410,6 +420,11 @@ static void parse_relo_line(enum libbpf_print_level level, const char *line)
 	if (level == LIBBPF_WARN && !r->first_warn && !starts_with(msg, "failed to "))
 		r->first_warn = xstrdup(msg);
 
+	if (msg[0] == '<') {
+		/* a new relocation starts: forget the previous one's warning */
+		free(pending_warn);
+		pending_warn = NULL;
+	}
 	if (msg[0] == '<') {
 		/* local spec: "<kind> [id] ..." */
 		const char *k = msg + 1, *ke = strchr(k, '>');
@@ -459,6 +474,10 @@ static void parse_relo_line(enum libbpf_print_level level, const char *line)
 	} else if (starts_with(msg, "failed to relocate") || starts_with(msg, "failed to patch insn")) {
 		if (!r->fail)
 			r->fail = xstrdup(msg);
+		if (!r->first_warn && pending_warn) {
+			r->first_warn = pending_warn;
+			pending_warn = NULL;
+		}
 		if (starts_with(msg, "failed to patch insn #"))
 			note_insn(r, strtol(msg + strlen("failed to patch insn #"), NULL, 10));
 	}
@@ -639,6 +658,15 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < log_cnt; i++)
 		parse_relo_line(log_lines[i].level, log_lines[i].text);
+	if (rec_cnt > 0 && relo_cnt == 0) {
+		/* e.g. a split TARGET_BTF given without its base */
+		fprintf(stderr, "libbpf_relocs: libbpf relocated nothing (target BTF unusable?)\n");
+		for (i = 0; i < log_cnt; i++)
+			if (log_lines[i].level == LIBBPF_WARN)
+				fprintf(stderr, "  %s\n", log_lines[i].text);
+		rc = 1;
+		goto out;
+	}
 
 	/* attach .BTF.ext records and cross-check what libbpf printed */
 	for (i = 0; i < relo_cnt; i++) {

@@ -16,6 +16,7 @@ extern crate std;
 
 pub mod btf;
 pub mod core;
+pub mod minimize;
 pub mod object;
 mod elf;
 pub mod error;

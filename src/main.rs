@@ -20,6 +20,9 @@ enum Command {
     Dump(cli::dump::DumpArgs),
     /// Resolve every CO-RE relocation of OBJECTs against a target BTF and print the results.
     Relocate(cli::relocate::RelocateArgs),
+    /// Write a BTF with only what OBJECTs' CO-RE relocations need (no arguments: the running
+    /// kernel's BTF and the example object, into min.btf).
+    MinCoreBtf(cli::min_core_btf::MinCoreBtfArgs),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
     let result = match args.command {
         Command::Dump(a) => cli::dump::run(&a),
         Command::Relocate(a) => cli::relocate::run(&a),
+        Command::MinCoreBtf(a) => cli::min_core_btf::run(&a),
     };
     match result {
         Ok(code) => code,

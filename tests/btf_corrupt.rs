@@ -304,7 +304,7 @@ fn cases() -> Vec<Case> {
         case!("version 0", |b, l| b[2] = 0, |_| Header("version")),
         case!("version 2", |b, l| b[2] = 2, |_| Header("version")),
         case!("non-zero flags", |b, l| b[3] = 1, |_| Header("flags")),
-        case!("hdr_len too big", |b, l| set_u32(b, 4, b.len() as u32 + 1), |_| Header("header length")),
+        case!("hdr_len too big", |b, l| set_u32(b, 4, (HDR + l.type_len + l.str_len) as u32 + 1), |_| Header("header length")),
         case!("hdr_len u32::MAX", |b, l| set_u32(b, 4, u32::MAX), |_| Header("header length")),
         case!("hdr_len too small", |b, l| set_u32(b, 4, 16), |_| Header("header length")),
         case!("hdr_len 0", |b, l| set_u32(b, 4, 0), |_| Header("header length")),
@@ -776,13 +776,16 @@ fn split_btf_corruptions() {
         check(&format!("split ptr -> {dangling}"), Btf::parse_split(&blob, &base), Expect::BadType(5));
     }
     // A cycle inside the split: typedef [6] -> [6].
-    let mut blob = split_on(&base, None);
-    let off6 = HDR + 12 + 36 + 12;
-    assert_eq!(get_u32(&blob, off6 + 4) >> 24, Kind::Typedef as u32);
+    let valid = split_on(&base, None);
+    // Split ids start at 4: record index 2 is [6].
+    let off6 = HDR + Layout::of(&valid).type_offs[2];
+    assert_eq!(get_u32(&valid, off6 + 4) >> 24, Kind::Typedef as u32);
+    assert_eq!(get_u32(&valid, off6 + 8), 1);
+    let mut blob = valid.clone();
     set_u32(&mut blob, off6 + 8, 6);
     check("split typedef self-loop", Btf::parse_split(&blob, &base), Expect::BadType(6));
     // A name offset past the split's own strings.
-    let mut blob = split_on(&base, None);
+    let mut blob = valid.clone();
     let strings_end = base.strings_len() + get_u32(&blob, 20);
     set_u32(&mut blob, off6, strings_end);
     check("split name offset past end", Btf::parse_split(&blob, &base), Expect::BadType(6));
@@ -802,7 +805,6 @@ fn split_btf_corruptions() {
     let split = Btf::parse_split(&empty, &base).expect("empty split parses");
     assert_eq!(split.type_cnt(), base.type_cnt());
     // Random flips over the split never panic.
-    let valid = split_on(&base, None);
     let mut rng = Rng(42);
     let mut accepted = 0;
     for round in 0..1500 {

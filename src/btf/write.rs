@@ -96,14 +96,14 @@ impl BtfWriter {
     }
 
     /// Append a copy of `ty` (from `src`) with every referenced id passed through `map_id` and,
-    /// for structs and unions, only the members for which `keep_member(index)` is true. Names
-    /// are re-added to this writer's string section. Returns the new id.
+    /// for structs, unions and enums, only the members / enumerators for which `keep(index)` is
+    /// true. Names are re-added to this writer's string section. Returns the new id.
     pub fn copy_type(
         &mut self,
         src: &Btf<'_>,
         ty: &Type<'_>,
         mut map_id: impl FnMut(u32) -> Result<u32>,
-        mut keep_member: impl FnMut(usize) -> bool,
+        mut keep: impl FnMut(usize) -> bool,
     ) -> Result<u32> {
         let name = src.name(ty.name_off)?;
         let Some(kind) = ty.kind() else {
@@ -137,7 +137,7 @@ impl BtfWriter {
             TypeKind::Struct(c) | TypeKind::Union(c) => {
                 let mut kept: Vec<(u32, u32, u32)> = fallible::vec_with_capacity(c.len())?;
                 for (index, m) in c.members().enumerate() {
-                    if keep_member(index) {
+                    if keep(index) {
                         let member_name = self.add_string(src.name(m.name_off)?)?;
                         kept.push((member_name, map_id(m.type_id)?, m.raw_offset));
                     }
@@ -151,8 +151,9 @@ impl BtfWriter {
                 Ok(id)
             }
             TypeKind::Enum(e) | TypeKind::Enum64(e) => {
-                let id = self.begin_type(name, kind, e.signed, vlen_of(e.len())?, e.size)?;
-                for v in e.values() {
+                let kept = (0..e.len()).filter(|&i| keep(i)).count();
+                let id = self.begin_type(name, kind, e.signed, vlen_of(kept)?, e.size)?;
+                for v in e.values().enumerate().filter(|&(i, _)| keep(i)).map(|(_, v)| v) {
                     let n = self.add_string(src.name(v.name_off)?)?;
                     self.push_word(n)?;
                     self.push_word(v.value as u32)?;

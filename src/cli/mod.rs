@@ -1,6 +1,7 @@
 //! Subcommands of the `btfgen` binary, plus the file helpers they share.
 
 pub mod dump;
+pub mod min_core_btf;
 pub mod relocate;
 
 use std::fmt;
@@ -72,6 +73,11 @@ impl TargetFiles {
             base: base.map(load).transpose()?,
             modules: modules.iter().map(|p| load(p)).collect::<CliResult<_>>()?,
         })
+    }
+
+    /// Total bytes of the main, base and module BTF files.
+    pub fn input_len(&self) -> usize {
+        self.main.1.len() + self.base.as_ref().map_or(0, |b| b.1.len()) + self.modules.iter().map(|m| m.1.len()).sum::<usize>()
     }
 
     /// Parse and validate every BTF, then run `f` on the resulting targets.

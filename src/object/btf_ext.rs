@@ -53,7 +53,17 @@ struct RawInfo<'a> {
     rec_size: usize,
 }
 
-/// Error reasons for one sub-section, so each message names the sub-section it is about.
+/// What differs between the three sub-sections.
+struct SubSection {
+    /// Header offset of its `*_off` field; `*_len` follows.
+    field: usize,
+    /// Size of its C record struct.
+    min_rec_size: u32,
+    /// Error reasons, each naming the sub-section.
+    why: Reasons,
+}
+
+/// Error reasons for one sub-section.
 struct Reasons {
     misaligned: &'static str,
     out_of_bounds: &'static str,
@@ -82,9 +92,21 @@ macro_rules! reasons {
     };
 }
 
-const FUNC_INFO: Reasons = reasons!("func_info", "8");
-const LINE_INFO: Reasons = reasons!("line_info", "16");
-const CORE_RELO: Reasons = reasons!("core_relo", "16");
+const FUNC_INFO: SubSection = SubSection {
+    field: 8,
+    min_rec_size: FuncInfo::MIN_SIZE as u32,
+    why: reasons!("func_info", "8"),
+};
+const LINE_INFO: SubSection = SubSection {
+    field: 16,
+    min_rec_size: LineInfo::MIN_SIZE as u32,
+    why: reasons!("line_info", "16"),
+};
+const CORE_RELO: SubSection = SubSection {
+    field: 24,
+    min_rec_size: CoreRelo::MIN_SIZE as u32,
+    why: reasons!("core_relo", "16"),
+};
 
 fn bad(reason: &'static str, offset: usize) -> Error {
     Error::BadBtfExt { reason, offset }
@@ -100,7 +122,9 @@ impl<'a> BtfExt<'a> {
     ///
     /// Errors are [`Error::BadBtfExt`] with the byte offset of the offending field.
     pub fn parse(data: &'a [u8], endian: Endianness) -> Result<BtfExt<'a>> {
-        let preamble = data.first_chunk::<8>().ok_or(bad("shorter than the 8-byte header", 0))?;
+        let preamble = data
+            .first_chunk::<8>()
+            .ok_or(bad("shorter than the 8-byte header", 0))?;
         let [m0, m1, version, flags, h0, h1, h2, h3] = *preamble;
         let magic = endian.read_u16([m0, m1]);
         if magic != BTF_EXT_MAGIC {
@@ -129,16 +153,20 @@ impl<'a> BtfExt<'a> {
         if hdr_end == data.len() {
             return Err(bad("no data after the header", hdr_end));
         }
-        let field = |pos: usize| read_u32(data, pos, endian).ok_or(bad("header truncated", pos));
-        let func_info = parse_info(data, endian, hdr_end, 8, field(8)?, field(12)?, 8, &FUNC_INFO)?;
-        let line_info =
-            parse_info(data, endian, hdr_end, 16, field(16)?, field(20)?, 16, &LINE_INFO)?;
+        let func_info = parse_info(data, endian, hdr_end, &FUNC_INFO)?;
+        let line_info = parse_info(data, endian, hdr_end, &LINE_INFO)?;
         let core_relo = if hdr_len >= HEADER_CORE_RELO_LEN {
-            parse_info(data, endian, hdr_end, 24, field(24)?, field(28)?, 16, &CORE_RELO)?
+            parse_info(data, endian, hdr_end, &CORE_RELO)?
         } else {
             RawInfo::default()
         };
-        Ok(BtfExt { data, endian, func_info, line_info, core_relo })
+        Ok(BtfExt {
+            data,
+            endian,
+            func_info,
+            line_info,
+            core_relo,
+        })
     }
 
     /// The raw section bytes.
@@ -167,38 +195,39 @@ impl<'a> BtfExt<'a> {
     }
 }
 
-/// Validate the sub-section at `hdr_end + off`, `len` bytes; `field` is the header offset of
-/// its `*_off` field, for errors about the header's numbers.
-#[allow(clippy::too_many_arguments)]
+/// Validate sub-section `sub`, described by header fields within `data[..hdr_end]`.
 fn parse_info<'a>(
     data: &'a [u8],
     endian: Endianness,
     hdr_end: usize,
-    field: usize,
-    off: u32,
-    len: u32,
-    min_rec_size: u32,
-    why: &Reasons,
+    sub: &SubSection,
 ) -> Result<RawInfo<'a>> {
+    let (field, why) = (sub.field, &sub.why);
+    let header_field = |pos| read_u32(data, pos, endian).ok_or(bad("header truncated", pos));
+    let (off, len) = (header_field(field)?, header_field(field + 4)?);
     if len == 0 {
         return Ok(RawInfo::default());
     }
     if off % 4 != 0 {
         return Err(bad(why.misaligned, field));
     }
-    let start = usize::try_from(off).ok().and_then(|off| hdr_end.checked_add(off));
-    let end = start.zip(usize::try_from(len).ok()).and_then(|(s, l)| s.checked_add(l));
-    let (Some(start), Some(sub)) = (start, end.and_then(|end| data.get(start?..end))) else {
+    let start = usize::try_from(off)
+        .ok()
+        .and_then(|off| hdr_end.checked_add(off));
+    let end = start
+        .zip(usize::try_from(len).ok())
+        .and_then(|(s, l)| s.checked_add(l));
+    let (Some(start), Some(body)) = (start, end.and_then(|end| data.get(start?..end))) else {
         return Err(bad(why.out_of_bounds, field));
     };
-    let rec_size = read_u32(sub, 0, endian).ok_or(bad(why.no_rec_size, start))?;
-    if rec_size < min_rec_size {
+    let rec_size = read_u32(body, 0, endian).ok_or(bad(why.no_rec_size, start))?;
+    if rec_size < sub.min_rec_size {
         return Err(bad(why.rec_size_small, start));
     }
     if rec_size % 4 != 0 {
         return Err(bad(why.rec_size_unaligned, start));
     }
-    let entries = sub.get(4..).unwrap_or_default();
+    let entries = body.get(4..).unwrap_or_default();
     if entries.is_empty() {
         return Err(bad(why.no_sections, start + 4));
     }
@@ -220,7 +249,11 @@ fn parse_info<'a>(
             _ => return Err(bad(why.records_out_of_bounds, at + 4)),
         }
     }
-    Ok(RawInfo { entries, offset: start + 4, rec_size: rec_size as usize })
+    Ok(RawInfo {
+        entries,
+        offset: start + 4,
+        rec_size: rec_size as usize,
+    })
 }
 
 /// A `.BTF.ext` record type. Sealed: implemented by [`FuncInfo`], [`LineInfo`], [`CoreRelo`].
@@ -285,7 +318,12 @@ impl ExtRecord for FuncInfo {
 
 impl private::Sealed for LineInfo {
     fn from_words([insn_off, file_name_off, line_off, line_col]: [u32; 4]) -> Self {
-        LineInfo { insn_off, file_name_off, line_off, line_col }
+        LineInfo {
+            insn_off,
+            file_name_off,
+            line_off,
+            line_col,
+        }
     }
 }
 
@@ -295,7 +333,12 @@ impl ExtRecord for LineInfo {
 
 impl private::Sealed for CoreRelo {
     fn from_words([insn_off, type_id, access_str_off, kind]: [u32; 4]) -> Self {
-        CoreRelo { insn_off, type_id, access_str_off, kind }
+        CoreRelo {
+            insn_off,
+            type_id,
+            access_str_off,
+            kind,
+        }
     }
 }
 
@@ -305,8 +348,28 @@ impl ExtRecord for CoreRelo {
 
 fn decode<T: ExtRecord>(record: &[u8], endian: Endianness) -> T {
     let mut prefix = [0u8; MAX_KNOWN_RECORD];
-    prefix.iter_mut().zip(record).for_each(|(dst, src)| *dst = *src);
-    let [a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, d0, d1, d2, d3] = prefix;
+    prefix
+        .iter_mut()
+        .zip(record)
+        .for_each(|(dst, src)| *dst = *src);
+    let [
+        a0,
+        a1,
+        a2,
+        a3,
+        b0,
+        b1,
+        b2,
+        b3,
+        c0,
+        c1,
+        c2,
+        c3,
+        d0,
+        d1,
+        d2,
+        d3,
+    ] = prefix;
     T::from_words([
         endian.read_u32([a0, a1, a2, a3]),
         endian.read_u32([b0, b1, b2, b3]),
@@ -334,7 +397,11 @@ impl<T> Copy for ExtInfo<'_, T> {}
 
 impl<'a, T: ExtRecord> ExtInfo<'a, T> {
     fn new(raw: RawInfo<'a>, endian: Endianness) -> Self {
-        ExtInfo { raw, endian, record: PhantomData }
+        ExtInfo {
+            raw,
+            endian,
+            record: PhantomData,
+        }
     }
 
     /// Whether the sub-section is absent or empty.
@@ -386,8 +453,9 @@ impl<'a, T: ExtRecord> Iterator for ExtSections<'a, T> {
         let [n0, n1, n2, n3, c0, c1, c2, c3] = *header;
         let num_info = self.endian.read_u32([c0, c1, c2, c3]) as usize;
         // Parsing checked every group fits; stop rather than panic if that ever fails.
-        let Some((records, rest)) =
-            num_info.checked_mul(self.rec_size).and_then(|len| tail.split_at_checked(len))
+        let Some((records, rest)) = num_info
+            .checked_mul(self.rec_size)
+            .and_then(|len| tail.split_at_checked(len))
         else {
             self.rest = &[];
             return None;
@@ -447,7 +515,9 @@ impl<'a, T: ExtRecord> ExtSection<'a, T> {
 
     /// Byte offset of record `index` within `.BTF.ext`, for error messages.
     pub fn record_offset(&self, index: usize) -> usize {
-        index.saturating_mul(self.rec_size).saturating_add(self.offset + SEC_HEADER_LEN)
+        index
+            .saturating_mul(self.rec_size)
+            .saturating_add(self.offset + SEC_HEADER_LEN)
     }
 
     /// The records in order.
@@ -533,8 +603,10 @@ mod tests {
 
     /// A `.BTF.ext` with the sub-sections laid out back to back after a `hdr_len` header.
     fn build(endian: Endianness, hdr_len: u32, subs: [Option<&Sub>; 3]) -> Vec<u8> {
-        let bodies: Vec<Vec<u8>> =
-            subs.iter().map(|s| s.map(|s| sub_bytes(s, endian)).unwrap_or_default()).collect();
+        let bodies: Vec<Vec<u8>> = subs
+            .iter()
+            .map(|s| s.map(|s| sub_bytes(s, endian)).unwrap_or_default())
+            .collect();
         let mut out = Vec::new();
         out.extend_from_slice(&endian.write_u16(BTF_EXT_MAGIC));
         out.extend_from_slice(&[BTF_EXT_VERSION, 0]);
@@ -553,22 +625,35 @@ mod tests {
     }
 
     fn func_sub() -> Sub {
-        Sub { rec_size: 8, sections: vec![(1, vec![vec![0, 5]]), (9, vec![vec![0, 6], vec![64, 7]])] }
+        Sub {
+            rec_size: 8,
+            sections: vec![(1, vec![vec![0, 5]]), (9, vec![vec![0, 6], vec![64, 7]])],
+        }
     }
 
     fn line_sub() -> Sub {
-        Sub { rec_size: 16, sections: vec![(1, vec![vec![0, 20, 30, (12 << 10) | 3]])] }
+        Sub {
+            rec_size: 16,
+            sections: vec![(1, vec![vec![0, 20, 30, (12 << 10) | 3]])],
+        }
     }
 
     fn core_sub() -> Sub {
         Sub {
             rec_size: 16,
-            sections: vec![(9, vec![vec![8, 2, 40, 0], vec![24, 3, 44, 1], vec![48, 2, 40, 2]])],
+            sections: vec![(
+                9,
+                vec![vec![8, 2, 40, 0], vec![24, 3, 44, 1], vec![48, 2, 40, 2]],
+            )],
         }
     }
 
     fn sample(endian: Endianness) -> Vec<u8> {
-        build(endian, 32, [Some(&func_sub()), Some(&line_sub()), Some(&core_sub())])
+        build(
+            endian,
+            32,
+            [Some(&func_sub()), Some(&line_sub()), Some(&core_sub())],
+        )
     }
 
     #[test]
@@ -586,14 +671,29 @@ mod tests {
             assert_eq!(funcs[1].sec_name_off, 9);
             assert_eq!(funcs[1].offset, 32 + 4 + 8 + 8);
             assert_eq!(funcs[1].len(), 2);
-            assert_eq!(funcs[1].get(1), Some(FuncInfo { insn_off: 64, type_id: 7 }));
+            assert_eq!(
+                funcs[1].get(1),
+                Some(FuncInfo {
+                    insn_off: 64,
+                    type_id: 7
+                })
+            );
             assert_eq!(funcs[1].get(2), None);
             assert_eq!(funcs[1].record_offset(1), 32 + 4 + 8 + 8 + 8 + 8);
 
-            let lines: Vec<_> = ext.line_info().sections().flat_map(|s| s.records()).collect();
+            let lines: Vec<_> = ext
+                .line_info()
+                .sections()
+                .flat_map(|s| s.records())
+                .collect();
             assert_eq!(
                 lines,
-                [LineInfo { insn_off: 0, file_name_off: 20, line_off: 30, line_col: (12 << 10) | 3 }]
+                [LineInfo {
+                    insn_off: 0,
+                    file_name_off: 20,
+                    line_off: 30,
+                    line_col: (12 << 10) | 3
+                }]
             );
 
             let core = ext.core_relos();
@@ -604,7 +704,15 @@ mod tests {
             assert_eq!(relos.len(), 3);
             assert_eq!(
                 relos[2],
-                (2, CoreRelo { insn_off: 48, type_id: 2, access_str_off: 40, kind: 2 })
+                (
+                    2,
+                    CoreRelo {
+                        insn_off: 48,
+                        type_id: 2,
+                        access_str_off: 40,
+                        kind: 2
+                    }
+                )
             );
             assert_eq!(sec.records().len(), 3);
         }
@@ -624,16 +732,44 @@ mod tests {
     #[test]
     fn longer_header_and_records_are_forward_compatible() {
         for endian in BOTH {
-            let func = Sub { rec_size: 12, ..func_sub() };
-            let core = Sub { rec_size: 24, ..core_sub() };
+            let func = Sub {
+                rec_size: 12,
+                ..func_sub()
+            };
+            let core = Sub {
+                rec_size: 24,
+                ..core_sub()
+            };
             let data = build(endian, 40, [Some(&func), None, Some(&core)]);
             let ext = BtfExt::parse(&data, endian).unwrap();
             assert!(ext.line_info().is_empty());
-            let f: Vec<_> = ext.func_info().sections().flat_map(|s| s.records()).collect();
-            assert_eq!(f[2], FuncInfo { insn_off: 64, type_id: 7 });
-            let c: Vec<_> = ext.core_relos().into_iter().flat_map(|s| s.records()).collect();
+            let f: Vec<_> = ext
+                .func_info()
+                .sections()
+                .flat_map(|s| s.records())
+                .collect();
+            assert_eq!(
+                f[2],
+                FuncInfo {
+                    insn_off: 64,
+                    type_id: 7
+                }
+            );
+            let c: Vec<_> = ext
+                .core_relos()
+                .into_iter()
+                .flat_map(|s| s.records())
+                .collect();
             assert_eq!(c.len(), 3);
-            assert_eq!(c[1], CoreRelo { insn_off: 24, type_id: 3, access_str_off: 44, kind: 1 });
+            assert_eq!(
+                c[1],
+                CoreRelo {
+                    insn_off: 24,
+                    type_id: 3,
+                    access_str_off: 44,
+                    kind: 1
+                }
+            );
         }
     }
 
@@ -653,7 +789,10 @@ mod tests {
         let data = sample(Endianness::Little);
         assert_eq!(
             BtfExt::parse(&data, Endianness::Big).unwrap_err(),
-            bad("magic is byte-swapped: .BTF.ext byte order differs from the ELF's", 0)
+            bad(
+                "magic is byte-swapped: .BTF.ext byte order differs from the ELF's",
+                0
+            )
         );
     }
 
@@ -700,79 +839,83 @@ mod tests {
                 (
                     "func_info off misaligned",
                     patched(endian, 8, 2),
-                    bad(FUNC_INFO.misaligned, 8),
+                    bad(FUNC_INFO.why.misaligned, 8),
                 ),
                 (
                     "line_info off past end",
                     patched(endian, 16, 4000),
-                    bad(LINE_INFO.out_of_bounds, 16),
+                    bad(LINE_INFO.why.out_of_bounds, 16),
                 ),
                 (
                     "core_relo len overflow",
                     patched(endian, 28, u32::MAX),
-                    bad(CORE_RELO.out_of_bounds, 24),
+                    bad(CORE_RELO.why.out_of_bounds, 24),
                 ),
                 (
                     "core_relo off overflow",
                     patched(endian, 24, u32::MAX - 3),
-                    bad(CORE_RELO.out_of_bounds, 24),
+                    bad(CORE_RELO.why.out_of_bounds, 24),
                 ),
                 (
                     "func_info len 2",
                     patched(endian, 12, 2),
-                    bad(FUNC_INFO.no_rec_size, func_at),
+                    bad(FUNC_INFO.why.no_rec_size, func_at),
                 ),
                 (
                     "func_info len 4",
                     patched(endian, 12, 4),
-                    bad(FUNC_INFO.no_sections, func_at + 4),
+                    bad(FUNC_INFO.why.no_sections, func_at + 4),
                 ),
                 (
                     "func_info rec_size 4",
                     patched(endian, func_at, 4),
-                    bad(FUNC_INFO.rec_size_small, func_at),
+                    bad(FUNC_INFO.why.rec_size_small, func_at),
                 ),
                 (
                     "core_relo rec_size 12",
                     patched(endian, core_at, 12),
-                    bad(CORE_RELO.rec_size_small, core_at),
+                    bad(CORE_RELO.why.rec_size_small, core_at),
                 ),
                 (
                     "func_info rec_size 10",
                     patched(endian, func_at, 10),
-                    bad(FUNC_INFO.rec_size_unaligned, func_at),
+                    bad(FUNC_INFO.why.rec_size_unaligned, func_at),
                 ),
                 (
                     // Group 1 then spans 16 bytes; group 2's header lands mid-record and
                     // announces 6 records.
                     "func_info rec_size 16 overruns",
                     patched(endian, func_at, 16),
-                    bad(FUNC_INFO.records_out_of_bounds, 64),
+                    bad(FUNC_INFO.why.records_out_of_bounds, 64),
                 ),
                 (
                     "zero records",
                     patched(endian, 40, 0),
-                    bad(FUNC_INFO.zero_records, 40),
+                    bad(FUNC_INFO.why.zero_records, 40),
                 ),
                 (
                     "num_info overflow",
                     patched(endian, core_at + 8, u32::MAX),
-                    bad(CORE_RELO.records_out_of_bounds, core_at + 8),
+                    bad(CORE_RELO.why.records_out_of_bounds, core_at + 8),
                 ),
                 (
                     "num_info one too many",
                     patched(endian, core_at + 8, 4),
-                    bad(CORE_RELO.records_out_of_bounds, core_at + 8),
+                    bad(CORE_RELO.why.records_out_of_bounds, core_at + 8),
                 ),
                 (
                     // func_info cut to rec_size + group 1 + 4 bytes of group 2's header.
                     "trailing partial group header",
                     patched(endian, 12, 4 + 16 + 4),
-                    bad(FUNC_INFO.sec_header_truncated, 52),
+                    bad(FUNC_INFO.why.sec_header_truncated, 52),
                 ),
             ];
             for (name, data, want) in cases {
-                assert_eq!(BtfExt::parse(&data, endian).unwrap_err(), want, "{name} ({endian:?})");
+                assert_eq!(
+                    BtfExt::parse(&data, endian).unwrap_err(),
+                    want,
+                    "{name} ({endian:?})"
+                );
             }
         }
     }
@@ -784,7 +927,10 @@ mod tests {
             for pos in (8..32).step_by(4) {
                 data[pos..pos + 4].copy_from_slice(&[0; 4]);
             }
-            assert_eq!(BtfExt::parse(&data, endian).unwrap_err(), bad("no data after the header", 32));
+            assert_eq!(
+                BtfExt::parse(&data, endian).unwrap_err(),
+                bad("no data after the header", 32)
+            );
         }
     }
 
@@ -822,9 +968,21 @@ mod tests {
                     let mut d = data.clone();
                     d[pos] ^= flip;
                     if let Ok(ext) = BtfExt::parse(&d, endian) {
-                        let n: usize = ext.func_info().sections().map(|s| s.records().count()).sum::<usize>()
-                            + ext.line_info().sections().map(|s| s.records().count()).sum::<usize>()
-                            + ext.core_relos().sections().map(|s| s.records().count()).sum::<usize>();
+                        let n: usize = ext
+                            .func_info()
+                            .sections()
+                            .map(|s| s.records().count())
+                            .sum::<usize>()
+                            + ext
+                                .line_info()
+                                .sections()
+                                .map(|s| s.records().count())
+                                .sum::<usize>()
+                            + ext
+                                .core_relos()
+                                .sections()
+                                .map(|s| s.records().count())
+                                .sum::<usize>();
                         assert!(n * 8 <= d.len());
                     }
                 }

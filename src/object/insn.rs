@@ -44,7 +44,11 @@ impl Insn {
     /// 4 bits.
     pub fn encode(&self, endian: Endianness) -> [u8; INSN_SIZE] {
         let (dst, src) = (self.dst_reg & 0x0f, self.src_reg & 0x0f);
-        let regs = if endian.is_little_endian() { dst | (src << 4) } else { (dst << 4) | src };
+        let regs = if endian.is_little_endian() {
+            dst | (src << 4)
+        } else {
+            (dst << 4) | src
+        };
         let [o0, o1] = endian.write_i16(self.off);
         let [i0, i1, i2, i3] = endian.write_i32(self.imm);
         [self.code, regs, o0, o1, i0, i1, i2, i3]
@@ -60,7 +64,13 @@ mod tests {
     #[test]
     fn known_encodings() {
         // `r1 = 42` (BPF_ALU64 | BPF_MOV | BPF_K) as clang emits it for each target.
-        let insn = Insn { code: 0xb7, dst_reg: 1, src_reg: 0, off: 0, imm: 42 };
+        let insn = Insn {
+            code: 0xb7,
+            dst_reg: 1,
+            src_reg: 0,
+            off: 0,
+            imm: 42,
+        };
         let le = [0xb7, 0x01, 0, 0, 42, 0, 0, 0];
         let be = [0xb7, 0x10, 0, 0, 0, 0, 0, 42];
         assert_eq!(Insn::decode(le, Endianness::Little), insn);
@@ -69,14 +79,35 @@ mod tests {
         assert_eq!(insn.encode(Endianness::Big), be);
 
         // `call pc+3` to a subprogram: src_reg = BPF_PSEUDO_CALL (1), dst 0.
-        let call = Insn { code: 0x85, dst_reg: 0, src_reg: 1, off: 0, imm: 3 };
-        assert_eq!(call.encode(Endianness::Little), [0x85, 0x10, 0, 0, 3, 0, 0, 0]);
+        let call = Insn {
+            code: 0x85,
+            dst_reg: 0,
+            src_reg: 1,
+            off: 0,
+            imm: 3,
+        };
+        assert_eq!(
+            call.encode(Endianness::Little),
+            [0x85, 0x10, 0, 0, 3, 0, 0, 0]
+        );
         assert_eq!(call.encode(Endianness::Big), [0x85, 0x01, 0, 0, 0, 0, 0, 3]);
 
         // Negative offset and immediate.
-        let ld = Insn { code: 0x61, dst_reg: 2, src_reg: 10, off: -8, imm: -1 };
-        assert_eq!(ld.encode(Endianness::Little), [0x61, 0xa2, 0xf8, 0xff, 0xff, 0xff, 0xff, 0xff]);
-        assert_eq!(ld.encode(Endianness::Big), [0x61, 0x2a, 0xff, 0xf8, 0xff, 0xff, 0xff, 0xff]);
+        let ld = Insn {
+            code: 0x61,
+            dst_reg: 2,
+            src_reg: 10,
+            off: -8,
+            imm: -1,
+        };
+        assert_eq!(
+            ld.encode(Endianness::Little),
+            [0x61, 0xa2, 0xf8, 0xff, 0xff, 0xff, 0xff, 0xff]
+        );
+        assert_eq!(
+            ld.encode(Endianness::Big),
+            [0x61, 0x2a, 0xff, 0xf8, 0xff, 0xff, 0xff, 0xff]
+        );
     }
 
     #[test]
@@ -84,7 +115,13 @@ mod tests {
         for endian in BOTH {
             for dst_reg in 0..16 {
                 for src_reg in 0..16 {
-                    let insn = Insn { code: 0x79, dst_reg, src_reg, off: -1234, imm: 0x1234_5678 };
+                    let insn = Insn {
+                        code: 0x79,
+                        dst_reg,
+                        src_reg,
+                        off: -1234,
+                        imm: 0x1234_5678,
+                    };
                     assert_eq!(Insn::decode(insn.encode(endian), endian), insn);
                 }
             }
@@ -104,7 +141,13 @@ mod tests {
 
     #[test]
     fn encode_masks_registers() {
-        let insn = Insn { code: 0xbf, dst_reg: 0x13, src_reg: 0xf2, off: 0, imm: 0 };
+        let insn = Insn {
+            code: 0xbf,
+            dst_reg: 0x13,
+            src_reg: 0xf2,
+            off: 0,
+            imm: 0,
+        };
         assert_eq!(insn.encode(Endianness::Little)[1], 0x23);
         assert_eq!(insn.encode(Endianness::Big)[1], 0x32);
     }

@@ -9,12 +9,12 @@
 mod btf_ext;
 mod insn;
 
+pub use ::object::endian::Endianness;
 pub use btf_ext::{
     BTF_EXT_MAGIC, BTF_EXT_VERSION, BtfExt, CoreRelo, ExtInfo, ExtRecord, ExtRecords, ExtSection,
     ExtSections, FuncInfo, LineInfo,
 };
 pub use insn::{INSN_SIZE, Insn};
-pub use ::object::endian::Endianness;
 
 use crate::btf::Btf;
 use crate::error::{Error, Result};
@@ -96,7 +96,8 @@ pub struct Program<'a> {
 impl Program<'_> {
     /// Whether the byte offset `insn_off` (within the section) lies inside this program.
     pub fn contains(&self, insn_off: u32) -> bool {
-        insn_off >= self.offset && u64::from(insn_off) < u64::from(self.offset) + u64::from(self.size)
+        insn_off >= self.offset
+            && u64::from(insn_off) < u64::from(self.offset) + u64::from(self.size)
     }
 }
 
@@ -139,7 +140,11 @@ pub struct NamedExtSection<'s, 'a, T> {
 pub type CoreReloSection<'s, 'a> = NamedExtSection<'s, 'a, CoreRelo>;
 
 fn bad_section(reason: &'static str, section: usize, offset: u64) -> Error {
-    Error::BadElfSection { reason, section, offset }
+    Error::BadElfSection {
+        reason,
+        section,
+        offset,
+    }
 }
 
 impl<'a> BpfObject<'a> {
@@ -156,12 +161,16 @@ impl<'a> BpfObject<'a> {
             _ => return Err(Error::BadElf("not an ELF file")),
         }
         let header = Elf64::parse(data).map_err(|_| Error::BadElf("malformed ELF header"))?;
-        let endian = header.endian().map_err(|_| Error::BadElf("unknown ELF byte order"))?;
+        let endian = header
+            .endian()
+            .map_err(|_| Error::BadElf("unknown ELF byte order"))?;
         if header.e_machine(endian) != elf::EM_BPF {
             return Err(Error::BadElf("e_machine is not EM_BPF"));
         }
         if header.e_type(endian) != elf::ET_REL {
-            return Err(Error::BadElf("not a relocatable object (e_type is not ET_REL)"));
+            return Err(Error::BadElf(
+                "not a relocatable object (e_type is not ET_REL)",
+            ));
         }
         let elf_sections = header
             .sections(endian, data)
@@ -173,13 +182,25 @@ impl<'a> BpfObject<'a> {
             None => None,
         };
         let btf_ext = match elf_sections.section_by_name(endian, b".BTF.ext") {
-            Some((index, sh)) => Some(BtfExt::parse(progbits_data(sh, index, endian, data)?, endian)?),
+            Some((index, sh)) => Some(BtfExt::parse(
+                progbits_data(sh, index, endian, data)?,
+                endian,
+            )?),
             None => None,
         };
 
         let sections = program_sections(&elf_sections, endian, data)?;
         let programs = programs(&sections, &symbols, endian)?;
-        Ok(BpfObject { data, endian, elf_sections, symbols, btf, btf_ext, sections, programs })
+        Ok(BpfObject {
+            data,
+            endian,
+            elf_sections,
+            symbols,
+            btf,
+            btf_ext,
+            sections,
+            programs,
+        })
     }
 
     /// Byte order of the object.
@@ -210,7 +231,10 @@ impl<'a> BpfObject<'a> {
 
     /// The executable section with ELF index `index`.
     pub fn section_by_index(&self, index: usize) -> Option<&ProgramSection<'a>> {
-        let pos = self.sections.binary_search_by_key(&index, |s| s.index).ok()?;
+        let pos = self
+            .sections
+            .binary_search_by_key(&index, |s| s.index)
+            .ok()?;
         self.sections.get(pos)
     }
 
@@ -243,7 +267,9 @@ impl<'a> BpfObject<'a> {
     pub fn relocations(&self, section_index: usize) -> Result<Vec<Relocation<'a>>> {
         let target = self
             .section_by_index(section_index)
-            .ok_or(Error::InvalidArgument("relocations: not an executable section index"))?;
+            .ok_or(Error::InvalidArgument(
+                "relocations: not an executable section index",
+            ))?;
         let endian = self.endian;
         let mut out = Vec::new();
         for (index, sh) in self.elf_sections.enumerate() {
@@ -256,7 +282,13 @@ impl<'a> BpfObject<'a> {
             }
             let rels = match sh.rel(endian, self.data) {
                 Ok(Some((rels, _))) => rels,
-                _ => return Err(bad_section("relocation data out of bounds or ragged", index, 0)),
+                _ => {
+                    return Err(bad_section(
+                        "relocation data out of bounds or ragged",
+                        index,
+                        0,
+                    ));
+                }
             };
             out.try_reserve(rels.len())?;
             for (at, rel) in (0u64..).step_by(REL_SIZE as usize).zip(rels) {
@@ -264,18 +296,24 @@ impl<'a> BpfObject<'a> {
                 let offset = u32::try_from(offset)
                     .ok()
                     .filter(|&o| o as usize % INSN_SIZE == 0 && (o as usize) < target.data.len())
-                    .ok_or(bad_section("relocation is not on an instruction of its section", index, at))?;
+                    .ok_or(bad_section(
+                        "relocation is not on an instruction of its section",
+                        index,
+                        at,
+                    ))?;
                 let symbol_index = rel.r_sym(endian) as usize;
-                let sym = self
-                    .symbols
-                    .symbols()
-                    .get(symbol_index)
-                    .ok_or(bad_section("relocation symbol index out of range", index, at))?;
+                let sym = self.symbols.symbols().get(symbol_index).ok_or(bad_section(
+                    "relocation symbol index out of range",
+                    index,
+                    at,
+                ))?;
                 let symbol_name = self.symbol_name(sym, symbol_index)?;
                 let symbol_section = self
                     .symbols
                     .symbol_section(endian, sym, SymbolIndex(symbol_index))
-                    .map_err(|_| bad_section("relocation symbol has a bad section index", index, at))?
+                    .map_err(|_| {
+                        bad_section("relocation symbol has a bad section index", index, at)
+                    })?
                     .map(|s| s.0);
                 fallible::push(
                     &mut out,
@@ -309,7 +347,11 @@ impl<'a> BpfObject<'a> {
                 .elf_sections
                 .section_by_name(self.endian, name.as_bytes())
                 .and_then(|(index, _)| self.section_by_index(index.0));
-            Ok(NamedExtSection { name, section, records })
+            Ok(NamedExtSection {
+                name,
+                section,
+                records,
+            })
         })
     }
 
@@ -321,16 +363,18 @@ impl<'a> BpfObject<'a> {
         btf: &'s Btf<'a>,
     ) -> impl Iterator<Item = Result<CoreReloSection<'s, 'a>>> + 's {
         let info = self.btf_ext.map(|ext| ext.core_relos());
-        info.into_iter().flat_map(move |info| self.ext_sections(info, btf)).map(|section| {
-            let section = section?;
-            if section.name.is_empty() {
-                return Err(Error::BadBtfExt {
-                    reason: "core_relo section name is empty",
-                    offset: section.records.offset,
-                });
-            }
-            Ok(section)
-        })
+        info.into_iter()
+            .flat_map(move |info| self.ext_sections(info, btf))
+            .map(|section| {
+                let section = section?;
+                if section.name.is_empty() {
+                    return Err(Error::BadBtfExt {
+                        reason: "core_relo section name is empty",
+                        offset: section.records.offset,
+                    });
+                }
+                Ok(section)
+            })
     }
 
     fn symbol_name(&self, sym: &elf::Sym64<Endianness>, symbol_index: usize) -> Result<&'a str> {
@@ -344,7 +388,9 @@ fn symbol_table<'a>(
     endian: Endianness,
     data: &'a [u8],
 ) -> Result<SymbolTable<'a, Elf64, &'a [u8]>> {
-    let mut tables = sections.enumerate().filter(|(_, sh)| sh.sh_type(endian) == elf::SHT_SYMTAB);
+    let mut tables = sections
+        .enumerate()
+        .filter(|(_, sh)| sh.sh_type(endian) == elf::SHT_SYMTAB);
     let (index, sh) = tables.next().ok_or(Error::MissingSection(".symtab"))?;
     if let Some((second, _)) = tables.next() {
         return Err(bad_section("second symbol table", second.0, 0));
@@ -366,7 +412,8 @@ fn progbits_data<'a>(
     if sh.sh_type(endian) != elf::SHT_PROGBITS {
         return Err(bad_section("BTF section is not PROGBITS", index.0, 0));
     }
-    sh.data(endian, data).map_err(|_| bad_section("section data out of file bounds", index.0, 0))
+    sh.data(endian, data)
+        .map_err(|_| bad_section("section data out of file bounds", index.0, 0))
 }
 
 fn program_sections<'a>(
@@ -395,14 +442,30 @@ fn program_sections<'a>(
             ));
         }
         if u32::try_from(bytes.len()).is_err() {
-            return Err(bad_section("executable section larger than 4 GiB", index, 0));
+            return Err(bad_section(
+                "executable section larger than 4 GiB",
+                index,
+                0,
+            ));
         }
         let name = sections
             .section_name(endian, sh)
             .ok()
             .and_then(|name| core::str::from_utf8(name).ok())
-            .ok_or(bad_section("section name out of bounds or not UTF-8", index, 0))?;
-        fallible::push(&mut out, ProgramSection { index, name, data: bytes, endian })?;
+            .ok_or(bad_section(
+                "section name out of bounds or not UTF-8",
+                index,
+                0,
+            ))?;
+        fallible::push(
+            &mut out,
+            ProgramSection {
+                index,
+                name,
+                data: bytes,
+                endian,
+            },
+        )?;
     }
     Ok(out)
 }
@@ -428,9 +491,15 @@ fn programs<'a>(
             });
         let Some(section) = section else { continue };
         let (value, size) = (sym.st_value(endian), sym.st_size(endian));
-        let fits = value.checked_add(size).is_some_and(|end| end <= section.data.len() as u64);
+        let fits = value
+            .checked_add(size)
+            .is_some_and(|end| end <= section.data.len() as u64);
         if !fits {
-            return Err(bad_section("function symbol crosses the section end", section.index, value));
+            return Err(bad_section(
+                "function symbol crosses the section end",
+                section.index,
+                value,
+            ));
         }
         if value % INSN_SIZE as u64 != 0 || size % INSN_SIZE as u64 != 0 {
             return Err(bad_section(
@@ -441,7 +510,11 @@ fn programs<'a>(
         }
         // Both fit: the section is at most 4 GiB.
         let (Ok(offset), Ok(size)) = (u32::try_from(value), u32::try_from(size)) else {
-            return Err(bad_section("function symbol crosses the section end", section.index, value));
+            return Err(bad_section(
+                "function symbol crosses the section end",
+                section.index,
+                value,
+            ));
         };
         fallible::push(
             &mut out,
@@ -507,7 +580,10 @@ mod tests {
         for data in [1, 2] {
             let ok = header(2, data, 247, 1);
             // No sections at all: no symbol table.
-            assert_eq!(BpfObject::parse(&ok).unwrap_err(), Error::MissingSection(".symtab"));
+            assert_eq!(
+                BpfObject::parse(&ok).unwrap_err(),
+                Error::MissingSection(".symtab")
+            );
             assert_eq!(
                 BpfObject::parse(&header(2, data, 62, 1)).unwrap_err(),
                 Error::BadElf("e_machine is not EM_BPF")
@@ -524,6 +600,9 @@ mod tests {
                 assert!(BpfObject::parse(&ok[..len]).is_err());
             }
         }
-        assert_eq!(BpfObject::parse(b"not an elf").unwrap_err(), Error::BadElf("not an ELF file"));
+        assert_eq!(
+            BpfObject::parse(b"not an elf").unwrap_err(),
+            Error::BadElf("not an ELF file")
+        );
     }
 }

@@ -77,6 +77,7 @@ int enums_misc(void *ctx)
 	sum += core_field_signed(h, c);
 	sum += bpf_core_type_matches(enum en_color);
 	sum += bpf_core_type_matches(enum en_big);
+	sum += bpf_core_type_matches(enum en_neg);
 	sum += bpf_core_type_size(enum en_small);
 	return sum;
 }

@@ -27,6 +27,9 @@ struct ty_node {
 
 enum ty_e { TY_E1, TY_E2 };
 
+/* same size in the target (which has more enumerators): matches */
+enum ty_f { TY_F1, TY_F2 };
+
 typedef struct ty_a ty_a_t;
 typedef struct ty_node **ty_node_pp;
 typedef int (*ty_fn_t)(struct ty_a *, int);
@@ -36,7 +39,7 @@ struct ty_match_pos {
 	int a;
 	long b;
 	struct ty_a *p;
-	enum ty_e e;
+	enum ty_f f;
 	int arr[4];
 };
 
@@ -88,6 +91,7 @@ int types_match(void *ctx)
 	sum += bpf_core_type_matches(struct ty_match_neg);
 	sum += bpf_core_type_matches(struct ty_match_arr);
 	sum += bpf_core_type_matches(enum ty_e);
+	sum += bpf_core_type_matches(enum ty_f);
 	sum += bpf_core_type_matches(ty_fn_t);
 	sum += bpf_core_type_matches(ty_node_pp);
 	sum += bpf_core_type_matches(union ty_u);

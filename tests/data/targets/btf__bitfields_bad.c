@@ -8,7 +8,7 @@ struct bf_sample {
 	int sb7 : 7;
 	unsigned int ub10 : 10;
 	int sb20 : 20;
-	unsigned long long pad : 30;
+	unsigned long long pad : 20;
 	unsigned long long u40 : 40;
 	long long s33 : 33;
 	signed char sc;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 /* Target for types.bpf.o: different sizes and layouts, no ty_missing,
  * ty_match_pos with extra members, ty_match_neg's 'b' an int,
- * ty_match_arr's array longer, ty_e an 8-byte enum. */
+ * ty_match_arr's array longer, ty_e an 8-byte enum (so it no longer
+ * matches), ty_f renumbered with an extra enumerator (still matches). */
 struct ty_a {
 	long y;
 	int x;
@@ -21,6 +22,8 @@ struct ty_node {
 
 enum ty_e { TY_E2 = 2, TY_E1 = 0x100000000ULL };
 
+enum ty_f { TY_F0 = 10, TY_F2 = 20, TY_F1 = 30 };
+
 typedef struct ty_a ty_a_t;
 typedef struct ty_node **ty_node_pp;
 typedef int (*ty_fn_t)(struct ty_a *, int);
@@ -30,7 +33,7 @@ struct ty_match_pos {
 	struct ty_a *p;
 	int arr[4];
 	long b;
-	enum ty_e e;
+	enum ty_f f;
 	int a;
 };
 

@@ -1,0 +1,108 @@
+//! `btfgen min-core-btf INPUT OUTPUT OBJECT...` (argument order as `bpftool gen min_core_btf`):
+//! the main job. With no arguments it runs on its embedded default: the running kernel's BTF
+//! and the example object the repo ships, writing `min.btf`.
+
+use super::{CliError, CliResult, TargetFiles, context, read_file, write_atomic};
+use btfgen::btf::Btf;
+use btfgen::core::Targets;
+use btfgen::minimize::RelocInfo;
+use btfgen::object::BpfObject;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// The running kernel's BTF: the default INPUT.
+const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+/// The example object: reads `task_struct`/`mm_struct` fields of the running kernel.
+const EXAMPLE_OBJECT: &[u8] = include_bytes!("../../tests/data/progs/task.bpf.o");
+const EXAMPLE_NAME: &str = "tests/data/progs/task.bpf.o (embedded)";
+
+/// Arguments of `btfgen min-core-btf`.
+#[derive(clap::Args)]
+pub struct MinCoreBtfArgs {
+    /// Source BTF (e.g. /sys/kernel/btf/vmlinux); default: the running kernel's.
+    input: Option<PathBuf>,
+    /// Where to write the minimized BTF (atomically); default: min.btf.
+    output: Option<PathBuf>,
+    /// BPF objects whose CO-RE relocations decide what is kept; default: the example object.
+    objects: Vec<PathBuf>,
+    /// Base BTF when INPUT is split BTF.
+    #[arg(long)]
+    base_btf: Option<PathBuf>,
+    /// Kernel module BTF (split on INPUT), searched for types INPUT does not have.
+    #[arg(long = "module-btf")]
+    module_btf: Vec<PathBuf>,
+    /// Print, for each kept type and member, the relocations that needed it.
+    #[arg(long)]
+    explain: bool,
+}
+
+/// Run `btfgen min-core-btf`.
+pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
+    let started = Instant::now();
+    let input = args.input.clone().unwrap_or_else(|| PathBuf::from(KERNEL_BTF));
+    let output = args.output.clone().unwrap_or_else(|| PathBuf::from("min.btf"));
+    if args.input.is_some() && args.output.is_none() {
+        return Err(CliError("min-core-btf: missing OUTPUT (usage: min-core-btf INPUT OUTPUT OBJECT...)".into()));
+    }
+    if args.output.is_some() && args.objects.is_empty() {
+        return Err(CliError("min-core-btf: missing OBJECT (usage: min-core-btf INPUT OUTPUT OBJECT...)".into()));
+    }
+    let mut objects: Vec<(String, Vec<u8>)> = Vec::new();
+    if args.objects.is_empty() {
+        objects.push((EXAMPLE_NAME.to_string(), EXAMPLE_OBJECT.to_vec()));
+    }
+    for path in &args.objects {
+        objects.push((path.display().to_string(), read_file(path)?));
+    }
+    let files = TargetFiles::read(&input, args.base_btf.as_deref(), &args.module_btf)?;
+    let input_bytes = files.input_len();
+    files.with_targets(|targets| minimize(args, targets, &objects, &output, input_bytes, started))
+}
+
+fn minimize(
+    args: &MinCoreBtfArgs,
+    targets: &Targets<'_>,
+    objects: &[(String, Vec<u8>)],
+    output: &Path,
+    input_bytes: usize,
+    started: Instant,
+) -> CliResult<ExitCode> {
+    let mut info = RelocInfo::new(targets.clone());
+    for (name, data) in objects {
+        let obj = BpfObject::parse(data).map_err(context(name))?;
+        let btf_bytes = obj
+            .btf_bytes()
+            .ok_or_else(|| CliError(format!("{name}: object has no .BTF section")))?;
+        let local = Btf::parse(btf_bytes).map_err(context(format!("{name}: .BTF")))?;
+        info.add_object(name, &obj, &local).map_err(context(name))?;
+    }
+    let minimized = info.to_btf().map_err(context("emitting minimized BTF"))?;
+    write_atomic(output, &minimized.bytes)?;
+    if args.explain {
+        let mut text = String::new();
+        info.explain(&mut text).map_err(context("--explain"))?;
+        print!("{text}");
+    }
+    let stats = info.stats();
+    let source_types = targets.main().type_cnt() - 1
+        + (0..targets.module_count())
+            .map(|i| {
+                let m = targets.btf(btfgen::core::BtfSource::Module(i as u16));
+                m.type_cnt() - m.start_id()
+            })
+            .sum::<u32>();
+    eprintln!(
+        "btfgen: {} object(s), {} CO-RE relocation(s) ({} resolved): {} types / {} bytes -> {} types / {} bytes in {} ({:.1} ms)",
+        stats.objects,
+        stats.relocations,
+        stats.resolved,
+        source_types,
+        input_bytes,
+        minimized.types,
+        minimized.bytes.len(),
+        output.display(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,180 @@
+//! Minimized BTF (the seed's `bpf_reloc_info` API): accumulate, over any number of objects,
+//! what every CO-RE relocation's matched target types need, then emit a BTF holding only that.
+
+mod emit;
+pub mod marks;
+
+use crate::btf::Btf;
+use crate::core::relocate::relocate_object;
+use crate::core::{CandidateIndex, RelocKind, Targets};
+use crate::error::{Error, Result};
+use crate::fallible;
+use crate::object::BpfObject;
+use alloc::string::String;
+use alloc::vec::Vec;
+use marks::{Marks, ReasonId, Recorder};
+
+/// One relocation that needed something kept (for `--explain`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    /// Object name as given to [`RelocInfo::add_object`].
+    pub object: String,
+    /// Program containing the relocated instruction.
+    pub program: String,
+    /// Record index within its section.
+    pub relo: u32,
+    /// Relocation kind.
+    pub kind: RelocKind,
+    /// Access string.
+    pub access: String,
+}
+
+/// Counts for a summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Objects added.
+    pub objects: usize,
+    /// CO-RE relocations seen.
+    pub relocations: usize,
+    /// Relocations with at least one matching target type.
+    pub resolved: usize,
+}
+
+/// The minimized BTF and what it holds.
+#[derive(Debug)]
+pub struct Minimized {
+    /// Raw BTF bytes, ready to be written or handed to libbpf as `btf_custom_path`.
+    pub bytes: Vec<u8>,
+    /// Number of types (excluding void).
+    pub types: usize,
+}
+
+/// Accumulated reloc info for one set of target BTFs.
+#[derive(Debug)]
+pub struct RelocInfo<'t> {
+    targets: Targets<'t>,
+    index: CandidateIndex,
+    marks: Marks,
+    reasons: Vec<Reason>,
+    stats: Stats,
+}
+
+impl<'t> RelocInfo<'t> {
+    /// Start with nothing recorded against `targets`.
+    pub fn new(targets: Targets<'t>) -> Self {
+        RelocInfo { targets, index: CandidateIndex::new(), marks: Marks::new(), reasons: Vec::new(), stats: Stats::default() }
+    }
+
+    /// The target BTFs.
+    pub fn targets(&self) -> &Targets<'t> {
+        &self.targets
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Relocate every CO-RE record of `obj` (local BTF `local`) and record what the matched
+    /// target types need. A relocation libbpf would fail (ambiguous candidates, malformed
+    /// record) fails the whole object, as `bpftool gen min_core_btf` does; nothing of that
+    /// object is recorded then.
+    pub fn add_object(&mut self, name: &str, obj: &BpfObject<'_>, local: &Btf<'_>) -> Result<()> {
+        let relocated = relocate_object(obj, local, &self.targets, &mut self.index)?;
+        for r in &relocated.relocations {
+            if let Err(e) = &r.outcome {
+                return Err(e.clone());
+            }
+        }
+        let mut marks = core::mem::take(&mut self.marks);
+        let result = self.record(name, &relocated, &mut marks);
+        self.marks = marks;
+        result?;
+        self.stats.objects += 1;
+        Ok(())
+    }
+
+    fn record(
+        &mut self,
+        name: &str,
+        relocated: &crate::core::relocate::RelocatedObject<'_, '_>,
+        marks: &mut Marks,
+    ) -> Result<()> {
+        for r in &relocated.relocations {
+            let Ok((resolved, _)) = &r.outcome else { continue };
+            self.stats.relocations += 1;
+            if resolved.matches.is_empty() {
+                continue;
+            }
+            self.stats.resolved += 1;
+            let reason = self.reasons.len() as ReasonId;
+            let kind = r.kind.ok_or(Error::BadRelocation { relo: r.relo, reason: "unknown relocation kind" })?;
+            fallible::push(
+                &mut self.reasons,
+                Reason {
+                    object: fallible::to_string(name)?,
+                    program: fallible::to_string(r.program)?,
+                    relo: r.relo,
+                    kind,
+                    access: fallible::to_string(r.access)?,
+                },
+            )?;
+            let mut recorder = Recorder { marks, targets: &self.targets, reason };
+            for (cand, spec) in &resolved.matches {
+                recorder.record(cand.source, spec)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Emit the minimized BTF.
+    pub fn to_btf(&self) -> Result<Minimized> {
+        let emitted = emit::emit(&self.targets, &self.marks)?;
+        Ok(Minimized { bytes: emitted.bytes, types: emitted.keys.len() })
+    }
+
+    /// Describe, for each kept type and member, the relocations that needed it.
+    pub fn explain(&self, out: &mut String) -> Result<()> {
+        use core::fmt::Write;
+        let keys = self.marks.sorted_keys()?;
+        let mut sink = fallible::StringSink::new(out);
+        for (pos, key) in keys.iter().enumerate() {
+            let Some(mark) = self.marks.get(key) else { continue };
+            let btf = self.targets.btf(key.0);
+            let ty = btf.type_by_id(key.1)?;
+            let kind = ty.kind().map_or("void", |k| k.libbpf_name());
+            let name = or_anon(btf.name(ty.name_off)?);
+            let _ = writeln!(sink, "[{}] {kind} {name} (was [{}])", pos + 1, key.1);
+            self.write_reasons(&mut sink, "    ", &mark.reasons);
+            for (index, reasons) in &mark.members {
+                let entry = match ty.kind.composite() {
+                    Some(c) => c.member(*index as usize).map(|m| m.name_off),
+                    None => ty.kind.any_enum().and_then(|e| e.value(*index as usize)).map(|v| v.name_off),
+                };
+                let entry = or_anon(entry.map(|off| btf.name(off)).transpose()?.unwrap_or(""));
+                let _ = writeln!(sink, "    .{entry} (#{index})");
+                self.write_reasons(&mut sink, "        ", reasons);
+            }
+        }
+        sink.finish()
+    }
+
+    fn write_reasons(&self, sink: &mut fallible::StringSink<'_>, indent: &str, reasons: &[ReasonId]) {
+        use core::fmt::Write;
+        for r in reasons.iter().filter_map(|&id| self.reasons.get(id as usize)) {
+            let _ = writeln!(
+                sink,
+                "{indent}needed by {}: prog '{}' relo #{} {} {}",
+                r.object,
+                r.program,
+                r.relo,
+                r.kind.name(),
+                r.access
+            );
+        }
+    }
+}
+
+fn or_anon(name: &str) -> &str {
+    if name.is_empty() { "<anon>" } else { name }
+}
