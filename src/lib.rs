@@ -5,10 +5,12 @@
 //! [`core`] (CO-RE specs, candidates, matching, results) → [`minimize`] (marks → new BTF).
 //!
 //! The crate is `#![no_std]` with `alloc`; every allocation is fallible and surfaces as
-//! [`Error::OutOfMemory`]. The `std` feature adds file helpers; `cli` builds the `btfgen` binary.
+//! [`Error::OutOfMemory`]. The `std` feature adds file helpers; `cli` builds the `btfgen` binary;
+//! `ffi` adds the C ABI (module `ffi`, header `include/btfgen.h`).
 #![no_std]
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+// `unsafe` is denied everywhere but the C ABI (`ffi`), the one module that allows it.
+#![deny(unsafe_code)]
 
 extern crate alloc;
 #[cfg(feature = "std")]
@@ -21,5 +23,8 @@ pub mod object;
 mod elf;
 pub mod error;
 mod fallible;
+#[cfg(feature = "ffi")]
+#[allow(unsafe_code)]
+pub mod ffi;
 
 pub use error::{Error, Result};

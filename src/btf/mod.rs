@@ -129,6 +129,23 @@ impl<'a> Btf<'a> {
         Ok(&rest[..end])
     }
 
+    /// Whether the string at `offset` is empty, checking only that the offset is valid: the
+    /// section ends with a NUL and is UTF-8, so every in-range offset on a character boundary
+    /// starts a terminated string. Validation uses this to avoid a scan per name.
+    pub(crate) fn name_is_empty(&self, offset: u32) -> Result<bool> {
+        if offset < self.start_str_off {
+            return match self.base {
+                Some(base) => base.name_is_empty(offset),
+                None => Err(Error::BadString { offset, reason: "offset out of range" }),
+            };
+        }
+        let local = (offset - self.start_str_off) as usize;
+        if !self.strings.is_char_boundary(local) || local >= self.strings.len() {
+            return Err(Error::BadString { offset, reason: "offset out of range" });
+        }
+        Ok(self.strings.as_bytes()[local] == 0)
+    }
+
     /// The name of type `ty` (empty for anonymous types).
     pub fn type_name(&self, ty: &Type<'_>) -> Result<&'a str> {
         self.name(ty.name_off)

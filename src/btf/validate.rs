@@ -27,13 +27,14 @@ fn check_ref(btf: &Btf<'_>, id: u32, target: u32) -> Result<()> {
     Ok(())
 }
 
-fn check_name<'a>(btf: &Btf<'a>, id: u32, name_off: u32) -> Result<&'a str> {
-    btf.name(name_off).map_err(|_| bad(id, "name offset out of range"))
+/// Check a name offset; `true` when the name is empty.
+fn check_name(btf: &Btf<'_>, id: u32, name_off: u32) -> Result<bool> {
+    btf.name_is_empty(name_off).map_err(|_| bad(id, "name offset out of range"))
 }
 
 fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
     let id = ty.id;
-    let name = check_name(btf, id, ty.name_off)?;
+    let anonymous = check_name(btf, id, ty.name_off)?;
     for target in ty.referenced_ids() {
         check_ref(btf, id, target)?;
     }
@@ -54,17 +55,17 @@ fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
         | TypeKind::Volatile(_)
         | TypeKind::Const(_)
         | TypeKind::Restrict(_) => {
-            if !name.is_empty() {
+            if !anonymous {
                 return Err(bad(id, "pointer or modifier has a name"));
             }
         }
         TypeKind::Typedef(_) | TypeKind::TypeTag(_) | TypeKind::Func { .. } | TypeKind::DeclTag { .. } => {
-            if name.is_empty() {
+            if anonymous {
                 return Err(bad(id, "typedef, type tag, func or decl tag has no name"));
             }
         }
         TypeKind::Var { .. } => {
-            if name.is_empty() {
+            if anonymous {
                 return Err(bad(id, "VAR has no name"));
             }
         }
@@ -98,13 +99,13 @@ fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
                 return Err(bad(id, "enum size must be 1, 2, 4 or 8"));
             }
             for v in e.values() {
-                if check_name(btf, id, v.name_off)?.is_empty() {
+                if check_name(btf, id, v.name_off)? {
                     return Err(bad(id, "enumerator has no name"));
                 }
             }
         }
         TypeKind::Fwd { .. } => {
-            if name.is_empty() {
+            if anonymous {
                 return Err(bad(id, "FWD has no name"));
             }
         }
@@ -114,7 +115,7 @@ fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
             }
         }
         TypeKind::Datasec(d) => {
-            if name.is_empty() {
+            if anonymous {
                 return Err(bad(id, "DATASEC has no name"));
             }
             for v in d.vars() {
@@ -151,21 +152,21 @@ fn check_cycles(btf: &Btf<'_>) -> Result<()> {
     let count = (btf.type_cnt() - start) as usize;
     let mut colour: Vec<u8> = fallible::vec_with_capacity(count)?;
     colour.resize(count, WHITE);
-    // (type id, index of the next edge to follow)
-    let mut stack: Vec<(u32, usize)> = Vec::new();
+    // (type, index of the next edge to follow); the decoded type is kept so each type is
+    // decoded once, not once per edge.
+    let mut stack: Vec<(Type<'_>, usize)> = Vec::new();
     for root in start..btf.type_cnt() {
         if colour[(root - start) as usize] != WHITE {
             continue;
         }
-        fallible::push(&mut stack, (root, 0))?;
+        fallible::push(&mut stack, (btf.type_by_id(root)?, 0))?;
         colour[(root - start) as usize] = GREY;
-        while let Some(&mut (id, ref mut next)) = stack.last_mut() {
-            let ty = btf.type_by_id(id)?;
-            let edge = value_edge(&ty, *next);
+        while let Some((ty, next)) = stack.last_mut() {
+            let edge = value_edge(ty, *next);
             *next += 1;
             match edge {
                 None => {
-                    colour[(id - start) as usize] = BLACK;
+                    colour[(ty.id - start) as usize] = BLACK;
                     stack.pop();
                 }
                 Some(target) if target >= start => {
@@ -173,7 +174,8 @@ fn check_cycles(btf: &Btf<'_>) -> Result<()> {
                     match *slot {
                         WHITE => {
                             *slot = GREY;
-                            fallible::push(&mut stack, (target, 0))?;
+                            let target_type = btf.type_by_id(target)?;
+                            fallible::push(&mut stack, (target_type, 0))?;
                         }
                         GREY => return Err(bad(target, "reference cycle not through a pointer")),
                         _ => {}

@@ -4,7 +4,7 @@
 
 use super::marks::{Marks, TypeKey};
 use crate::btf::write::BtfWriter;
-use crate::btf::MAX_RESOLVE_DEPTH;
+use crate::btf::{Kind, MAX_RESOLVE_DEPTH, TypeKind};
 use crate::core::{BtfSource, Targets};
 use crate::error::{Error, Result};
 use alloc::vec::Vec;
@@ -45,14 +45,50 @@ fn new_id(targets: &Targets<'_>, keys: &[TypeKey], source: BtfSource, id: u32) -
     Err(Error::BadType { id, reason: "modifier/typedef chain too deep" })
 }
 
+/// The index type every kept array uses: its own if kept, else the first kept integer. When no
+/// integer is kept at all, the first array's own index type is added to `keys`.
+fn array_index_type(targets: &Targets<'_>, keys: &mut Vec<TypeKey>) -> Result<Option<u32>> {
+    let mut first_int = None;
+    let mut fallback = None;
+    for (pos, &(source, id)) in keys.iter().enumerate() {
+        match targets.btf(source).type_by_id(id)?.kind {
+            TypeKind::Int { .. } if first_int.is_none() => first_int = Some(pos as u32 + 1),
+            TypeKind::Array(a) if fallback.is_none() => fallback = Some(owner(targets, source, a.index_type)),
+            _ => {}
+        }
+    }
+    match (first_int, fallback) {
+        (Some(id), _) => Ok(Some(id)),
+        (None, Some(key)) => {
+            let pos = keys.binary_search(&key).unwrap_or_else(|p| p);
+            keys.try_reserve(1)?;
+            keys.insert(pos, key);
+            Ok(Some(pos as u32 + 1))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
 /// Write every marked type.
 pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
-    let keys = marks.sorted_keys()?;
+    let mut keys = marks.sorted_keys()?;
+    let index_type = array_index_type(targets, &mut keys)?;
     let mut writer = BtfWriter::new(targets.main().endian())?;
     for key in &keys {
         let (source, id) = *key;
         let btf = targets.btf(source);
         let ty = btf.type_by_id(id)?;
+        if let (TypeKind::Array(a), Some(index_type)) = (ty.kind, index_type) {
+            let index = match keys.binary_search(&owner(targets, source, a.index_type)) {
+                Ok(pos) => pos as u32 + 1,
+                Err(_) => index_type,
+            };
+            writer.begin_type(btf.name(ty.name_off)?, Kind::Array, false, 0, 0)?;
+            for word in [new_id(targets, &keys, source, a.elem_type)?, index, a.nelems] {
+                writer.push_word(word)?;
+            }
+            continue;
+        }
         let mark = marks.get(key);
         writer.copy_type(
             btf,

@@ -7,12 +7,13 @@
 //!   modifiers and typedefs collapsed, pointers as pointers;
 //! - `type_exists`/`type_size`/`target_type_id` compare kinds through pointers, arrays and
 //!   function prototypes;
+//! - array index types are never compared, so they are not kept for their own sake;
 //! - `type_matches` compares whole structures (members by name, recursively, shallow behind a
 //!   pointer) and every enumerator name;
 //! - enum relocations look up one enumerator by name.
 //!
-//! Every candidate that matched is recorded, not only the first: libbpf prunes a type's
-//! candidate list to those that matched earlier relocations, and the output must prune the same.
+//! Which matched candidate to record for each relocation is decided by the caller
+//! ([`super::RelocInfo`]), so that libbpf's candidate pruning gives the same results.
 
 use crate::btf::{Btf, TypeKind};
 use crate::core::spec::Spec;
@@ -191,6 +192,18 @@ impl<'t> Recorder<'_, '_, 't> {
                     })?;
                     self.marks.mark_member(self.key(source, ty.id), index, self.reason)?;
                     self.mark_field_type(source, member.type_id)?;
+                    // libbpf lets a zero-length array be indexed only as the last member; keep
+                    // the real last member too, so dropping members cannot make one flexible.
+                    let last = c.len().saturating_sub(1);
+                    let zero_len_array = matches!(
+                        btf.skip_mods_and_typedefs(member.type_id)?.kind,
+                        TypeKind::Array(a) if a.nelems == 0
+                    );
+                    if zero_len_array && index as usize != last {
+                        let last_member = c.member(last).ok_or(Error::BadType { id: ty.id, reason: "no last member" })?;
+                        self.marks.mark_member(self.key(source, ty.id), last as u32, self.reason)?;
+                        self.mark_field_type(source, last_member.type_id)?;
+                    }
                     id = member.type_id;
                 }
                 TypeKind::Array(a) => id = a.elem_type,
@@ -203,7 +216,8 @@ impl<'t> Recorder<'_, '_, 't> {
     }
 
     /// Keep what a field's type contributes to a relocation: the type itself (modifiers and
-    /// typedefs collapsed away), and for arrays their element and index types.
+    /// typedefs collapsed away), and for arrays their element type. Array index types are never
+    /// read by CO-RE; emission points them at any kept integer.
     fn mark_field_type(&mut self, source: BtfSource, id: u32) -> Result<()> {
         let btf = self.btf(source);
         let mut id = id;
@@ -214,10 +228,7 @@ impl<'t> Recorder<'_, '_, 't> {
             }
             self.marks.mark(self.key(source, ty.id), self.reason)?;
             match ty.kind {
-                TypeKind::Array(a) => {
-                    self.mark_field_type(source, a.index_type)?;
-                    id = a.elem_type;
-                }
+                TypeKind::Array(a) => id = a.elem_type,
                 _ => return Ok(()),
             }
         }
@@ -241,10 +252,7 @@ impl<'t> Recorder<'_, '_, 't> {
             self.marks.mark(self.key(source, ty.id), self.reason)?;
             match ty.kind {
                 TypeKind::Ptr(target) => fallible::push(&mut work, target)?,
-                TypeKind::Array(a) => {
-                    fallible::push(&mut work, a.elem_type)?;
-                    fallible::push(&mut work, a.index_type)?;
-                }
+                TypeKind::Array(a) => fallible::push(&mut work, a.elem_type)?,
                 TypeKind::FuncProto(p) => {
                     fallible::push(&mut work, p.return_type)?;
                     for param in p.params() {
@@ -289,7 +297,6 @@ impl<'t> Recorder<'_, '_, 't> {
                 TypeKind::Array(a) => {
                     self.marks.mark(key, self.reason)?;
                     fallible::push(&mut work, (a.elem_type, behind_ptr))?;
-                    fallible::push(&mut work, (a.index_type, behind_ptr))?;
                 }
                 TypeKind::FuncProto(p) => {
                     self.marks.mark(key, self.reason)?;

@@ -6,7 +6,8 @@ pub mod marks;
 
 use crate::btf::Btf;
 use crate::core::relocate::relocate_object;
-use crate::core::{CandidateIndex, RelocKind, Targets};
+use crate::core::{Candidate, CandidateIndex, RelocKind, Targets};
+use hashbrown::HashMap;
 use crate::error::{Error, Result};
 use crate::fallible;
 use crate::object::BpfObject;
@@ -100,9 +101,24 @@ impl<'t> RelocInfo<'t> {
         relocated: &crate::core::relocate::RelocatedObject<'_, '_>,
         marks: &mut Marks,
     ) -> Result<()> {
+        // libbpf prunes each local type's candidates to those that matched, so the match sets of
+        // one local type's relocations shrink along the object: every candidate of the last
+        // non-empty set matched all earlier non-empty ones too. Keeping just that one candidate
+        // (with every relocation's members) makes libbpf reach the same results against the
+        // output, and keeps it no larger than keeping the first match of each relocation.
+        let mut chosen: HashMap<u32, Candidate> = HashMap::new();
+        for r in &relocated.relocations {
+            if let Ok((resolved, _)) = &r.outcome
+                && let Some((cand, _)) = resolved.target()
+            {
+                chosen.try_reserve(1)?;
+                chosen.insert(r.local_type_id, *cand);
+            }
+        }
         for r in &relocated.relocations {
             let Ok((resolved, _)) = &r.outcome else { continue };
             self.stats.relocations += 1;
+            let Some(keep) = chosen.get(&r.local_type_id) else { continue };
             if resolved.matches.is_empty() {
                 continue;
             }
@@ -120,8 +136,14 @@ impl<'t> RelocInfo<'t> {
                 },
             )?;
             let mut recorder = Recorder { marks, targets: &self.targets, reason };
-            for (cand, spec) in &resolved.matches {
-                recorder.record(cand.source, spec)?;
+            match resolved.matches.iter().find(|(cand, _)| cand == keep) {
+                Some((cand, spec)) => recorder.record(cand.source, spec)?,
+                // Not reachable while pruning holds; keeping every match is always safe.
+                None => {
+                    for (cand, spec) in &resolved.matches {
+                        recorder.record(cand.source, spec)?;
+                    }
+                }
             }
         }
         Ok(())

@@ -111,14 +111,15 @@ pub struct Relocation<'a> {
     pub r_type: u32,
     /// Index of the symbol in `.symtab`.
     pub symbol_index: usize,
-    /// Symbol name (empty for unnamed symbols).
+    /// Symbol name; empty for unnamed symbols such as the `STT_SECTION` symbol of `.text`
+    /// that calls to static subprograms go through.
     pub symbol_name: &'a str,
     /// Section the symbol is defined in; `None` for undefined (extern) and special-index
     /// symbols.
     pub symbol_section: Option<usize>,
     /// `st_value`: for a defined symbol, its byte offset within its section.
     pub symbol_value: u64,
-    /// `STT_*` type of the symbol (`STT_SECTION` for calls to static subprograms).
+    /// `STT_*` type of the symbol.
     pub symbol_type: u8,
     /// `STB_*` binding of the symbol.
     pub symbol_bind: u8,

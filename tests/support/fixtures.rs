@@ -1,0 +1,113 @@
+//! The committed fixtures (`tests/data/`) and the library pipeline the CLI's `min-core-btf`
+//! drives, for tests that run it many times (out-of-memory sweeps, property tests).
+
+#![allow(dead_code)]
+
+use btfgen::btf::Btf;
+use btfgen::core::Targets;
+use btfgen::minimize::RelocInfo;
+use btfgen::object::BpfObject;
+use btfgen::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// `tests/data/`.
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+/// Read a file under `tests/data/`.
+pub fn read(rel: &str) -> Vec<u8> {
+    let path = data_dir().join(rel);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// One `manifest.txt` line: object, target and optional base, all under `tests/data/`.
+#[derive(Debug, Clone)]
+pub struct Pair {
+    pub object: String,
+    pub target: String,
+    pub base: Option<String>,
+}
+
+/// Every manifest pair whose target is a committed file (not the running kernel's).
+pub fn manifest_pairs() -> Vec<Pair> {
+    let text = String::from_utf8(read("manifest.txt")).unwrap();
+    text.lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[1] != "vmlinux").then(|| Pair {
+                object: f[0].to_string(),
+                target: f[1].to_string(),
+                base: f.get(2).map(|s| s.to_string()),
+            })
+        })
+        .collect()
+}
+
+/// What one pipeline run produced, for comparison between runs.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Output {
+    /// The minimized BTF.
+    pub bytes: Vec<u8>,
+    /// `RelocInfo::explain` text.
+    pub explain: String,
+    /// bpftool-style dump of the minimized BTF.
+    pub dump: String,
+}
+
+/// How the target BTFs are given.
+#[derive(Debug, Clone, Copy)]
+pub enum TargetMode<'a> {
+    /// One base BTF.
+    Main(&'a [u8]),
+    /// A split BTF as the main target, on its base (`min-core-btf --base-btf`).
+    SplitMain { base: &'a [u8], split: &'a [u8] },
+    /// The base as main target, the split BTF as a module (`--module-btf`).
+    Module { base: &'a [u8], module: &'a [u8] },
+}
+
+/// Parse an object and its `.BTF`, then add it to `info` (as `min-core-btf` does).
+pub fn add_object(info: &mut RelocInfo<'_>, name: &str, object: &[u8]) -> Result<()> {
+    let obj = BpfObject::parse(object)?;
+    let local = Btf::parse(obj.btf_bytes().ok_or(Error::MissingSection(".BTF"))?)?;
+    info.add_object(name, &obj, &local)
+}
+
+/// The whole minimize pipeline: parse the targets, relocate and record every object, emit,
+/// explain, re-parse the output and dump it.
+pub fn pipeline(mode: TargetMode<'_>, objects: &[&[u8]]) -> Result<Output> {
+    match mode {
+        TargetMode::Main(data) => {
+            let main = Btf::parse(data)?;
+            run(Targets::new(&main), objects)
+        }
+        TargetMode::SplitMain { base, split } => {
+            let base = Btf::parse(base)?;
+            let main = Btf::parse_split(split, &base)?;
+            run(Targets::new(&main), objects)
+        }
+        TargetMode::Module { base, module } => {
+            let main = Btf::parse(base)?;
+            let module = Btf::parse_split(module, &main)?;
+            let mut targets = Targets::new(&main);
+            targets.add_module(&module)?;
+            run(targets, objects)
+        }
+    }
+}
+
+fn run(targets: Targets<'_>, objects: &[&[u8]]) -> Result<Output> {
+    let mut info = RelocInfo::new(targets);
+    for (i, object) in objects.iter().enumerate() {
+        add_object(&mut info, if i == 0 { "first.o" } else { "other.o" }, object)?;
+    }
+    let minimized = info.to_btf()?;
+    let mut explain = String::new();
+    info.explain(&mut explain)?;
+    let out = Btf::parse(&minimized.bytes)?;
+    let mut dump = String::new();
+    btfgen::btf::dump::dump(&out, &mut dump)?;
+    Ok(Output { bytes: minimized.bytes, explain, dump })
+}
