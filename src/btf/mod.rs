@@ -48,6 +48,8 @@ pub struct Btf<'a> {
     start_id: u32,
     /// String offset of `strings[0]`: 0 for base BTF, the base's string length for split BTF.
     start_str_off: u32,
+    /// The integer type named like C's `long`, whose size is the target's pointer size.
+    long_type: Option<u32>,
 }
 
 impl<'a> Btf<'a> {
@@ -110,6 +112,34 @@ impl<'a> Btf<'a> {
         parse::decode(self.types, self.endian, offset as usize, id)
     }
 
+    /// Name offset and kind of type `id`, read from its header alone (no decoding): the fast
+    /// path for scans over every type. `None` kind for void.
+    pub fn name_off_and_kind(&self, id: u32) -> Result<(u32, Option<Kind>)> {
+        if id < self.start_id {
+            return match self.base {
+                Some(base) => base.name_off_and_kind(id),
+                None => Ok((0, None)),
+            };
+        }
+        let index = (id - self.start_id) as usize;
+        let offset = *self.offsets.get(index).ok_or(Error::NoSuchType(id))? as usize;
+        let word = |at| parse::read_u32(self.types, offset + at, self.endian).unwrap_or(0);
+        Ok((word(0), Kind::from_raw((word(4) >> 24) & 0x1f)))
+    }
+
+    /// The first two bytes of the string at `offset` (0 past its end): a cheap filter before
+    /// comparing whole names.
+    pub fn name_prefix(&self, offset: u32) -> [u8; 2] {
+        if offset < self.start_str_off {
+            return self.base.map_or([0, 0], |b| b.name_prefix(offset));
+        }
+        let bytes = self.strings.as_bytes();
+        let at = (offset - self.start_str_off) as usize;
+        let first = bytes.get(at).copied().unwrap_or(0);
+        let second = if first == 0 { 0 } else { bytes.get(at + 1).copied().unwrap_or(0) };
+        [first, second]
+    }
+
     /// The string at offset `offset`, resolving into the base for split BTF.
     pub fn name(&self, offset: u32) -> Result<&'a str> {
         if offset < self.start_str_off {
@@ -168,63 +198,64 @@ impl<'a> Btf<'a> {
     }
 
     fn skip_while(&self, mut id: u32, skip: impl Fn(Kind) -> bool) -> Result<Type<'a>> {
-        for _ in 0..=MAX_RESOLVE_DEPTH {
+        // Validation rules out cycles, so this bound (every type once) is never reached on
+        // valid BTF; like libbpf, no shorter chain limit applies.
+        for _ in 0..=self.type_cnt() {
             let ty = self.type_by_id(id)?;
             match (ty.kind(), ty.kind.modified_type()) {
                 (Some(kind), Some(next)) if skip(kind) => id = next,
                 _ => return Ok(ty),
             }
         }
-        Err(Error::BadType { id, reason: "modifier/typedef chain too deep" })
+        Err(Error::BadType { id, reason: "modifier/typedef chain loops" })
     }
 
-    /// The size in bytes of type `id` (libbpf's `btf__resolve_size`): through modifiers and
-    /// typedefs, pointers are the target's pointer size, arrays multiply.
+    /// The size in bytes of type `id`, exactly as libbpf's `btf__resolve_size`: through
+    /// modifiers, typedefs, variables and tags; pointers have the target's pointer size; arrays
+    /// multiply; at most [`MAX_RESOLVE_DEPTH`] steps, and sizes must fit in 32 bits.
     pub fn resolve_size(&self, id: u32) -> Result<u64> {
+        let too_big = Error::BadType { id, reason: "type size exceeds 4 GiB" };
         let mut id = id;
-        let mut multiplier: u64 = 1;
-        for _ in 0..=MAX_RESOLVE_DEPTH {
+        let mut nelems: u32 = 1;
+        for _ in 0..MAX_RESOLVE_DEPTH {
             let ty = self.type_by_id(id)?;
             let size = match ty.kind {
-                TypeKind::Ptr(_) => Some(u64::from(self.pointer_size())),
+                TypeKind::Void => break,
+                TypeKind::Ptr(_) => self.pointer_size(),
                 TypeKind::Array(a) => {
-                    multiplier = multiplier
-                        .checked_mul(u64::from(a.nelems))
-                        .ok_or(Error::BadType { id, reason: "array size overflows" })?;
+                    nelems = nelems.checked_mul(a.nelems).ok_or(too_big.clone())?;
                     id = a.elem_type;
-                    None
+                    continue;
                 }
-                TypeKind::Int { .. }
-                | TypeKind::Struct(_)
-                | TypeKind::Union(_)
-                | TypeKind::Enum(_)
-                | TypeKind::Enum64(_)
-                | TypeKind::Datasec(_)
-                | TypeKind::Float { .. } => ty.size().map(u64::from),
-                TypeKind::Var { type_id, .. } => {
-                    id = type_id;
-                    None
+                TypeKind::Var { type_id: next, .. } | TypeKind::DeclTag { type_id: next, .. } => {
+                    id = next;
+                    continue;
                 }
-                _ => match ty.kind.modified_type() {
-                    Some(next) => {
+                _ => match (ty.size(), ty.kind.modified_type()) {
+                    (Some(size), _) => size,
+                    (None, Some(next)) => {
                         id = next;
-                        None
+                        continue;
                     }
-                    None => return Err(Error::BadType { id, reason: "type has no size" }),
+                    _ => return Err(Error::BadType { id, reason: "type has no size" }),
                 },
             };
-            if let Some(size) = size {
-                let total = size
-                    .checked_mul(multiplier)
-                    .ok_or(Error::BadType { id, reason: "type size overflows" })?;
-                return Ok(total);
-            }
+            return size.checked_mul(nelems).map(u64::from).ok_or(too_big);
         }
-        Err(Error::BadType { id, reason: "type chain too deep to size" })
+        Err(Error::BadType { id, reason: "type has no size" })
     }
 
-    /// Pointer size of the target: BPF and every kernel BTF libbpf handles use 8 bytes.
+    /// Id of the integer type named like C's `long` (its own or its base's), if any.
+    pub fn long_type_id(&self) -> Option<u32> {
+        self.long_type
+    }
+
+    /// Pointer size of the target, as libbpf determines it: the size of the integer named like
+    /// `long`, else 8 (the size of a pointer on the 64-bit hosts this runs on).
     pub fn pointer_size(&self) -> u32 {
-        8
+        self.long_type
+            .and_then(|id| self.type_by_id(id).ok())
+            .and_then(|t| t.size())
+            .unwrap_or(8)
     }
 }

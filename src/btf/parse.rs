@@ -104,7 +104,7 @@ pub(super) fn parse<'a>(data: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf
         return Err(Error::Limit { what: "string section length", limit: MAX_NAME_OFFSET as usize });
     }
     let offsets = index_types(types, header.endian, start_id)?;
-    let btf = Btf {
+    let mut btf = Btf {
         base,
         endian: header.endian,
         types,
@@ -112,8 +112,9 @@ pub(super) fn parse<'a>(data: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf
         offsets,
         start_id,
         start_str_off,
+        long_type: None,
     };
-    super::validate::validate(&btf)?;
+    btf.long_type = super::validate::validate(&btf)?;
     Ok(btf)
 }
 

@@ -8,12 +8,38 @@ use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
 
-pub(super) fn validate(btf: &Btf<'_>) -> Result<()> {
+/// Spellings of C's `long` whose size gives the target's pointer size, as libbpf looks for
+/// them.
+const LONG_NAMES: [&str; 11] = [
+    "long",
+    "long int",
+    "int long",
+    "unsigned long",
+    "long unsigned",
+    "unsigned long int",
+    "unsigned int long",
+    "long unsigned int",
+    "long int unsigned",
+    "int unsigned long",
+    "int long unsigned",
+];
+
+/// Validate every type this BTF defines; returns the first 4- or 8-byte integer named like
+/// `long` (which fixes the pointer size), found on the way.
+pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
+    let mut long_type = btf.base().and_then(|b| b.long_type_id());
     for id in btf.start_id()..btf.type_cnt() {
         let ty = btf.type_by_id(id)?;
         check_type(btf, &ty)?;
+        if long_type.is_none()
+            && let TypeKind::Int { size: 4 | 8, .. } = ty.kind
+            && LONG_NAMES.contains(&btf.name(ty.name_off)?)
+        {
+            long_type = Some(id);
+        }
     }
-    check_cycles(btf)
+    check_cycles(btf)?;
+    Ok(long_type)
 }
 
 fn bad(id: u32, reason: &'static str) -> Error {
@@ -159,7 +185,13 @@ fn check_cycles(btf: &Btf<'_>) -> Result<()> {
         if colour[(root - start) as usize] != WHITE {
             continue;
         }
-        fallible::push(&mut stack, (btf.type_by_id(root)?, 0))?;
+        let root_type = btf.type_by_id(root)?;
+        if value_edge(&root_type, 0).is_none() {
+            // Leaves (integers, pointers, enums, ...) cannot be on a cycle.
+            colour[(root - start) as usize] = BLACK;
+            continue;
+        }
+        fallible::push(&mut stack, (root_type, 0))?;
         colour[(root - start) as usize] = GREY;
         while let Some((ty, next)) = stack.last_mut() {
             let edge = value_edge(ty, *next);

@@ -99,6 +99,18 @@ impl CandidateIndex {
         if missing.is_empty() {
             return Ok(());
         }
+        // Most target types are rejected by the first two bytes of their name (a 64 Kibit
+        // table) before any name is scanned or hashed. A one-byte essential name ("a___x")
+        // is filed under (first byte, 0).
+        let mut prefixes: Vec<u64> = fallible::vec_with_capacity(1024)?;
+        prefixes.resize(1024, 0);
+        let slot = |p: [u8; 2]| (usize::from(p[0]) << 8) | usize::from(p[1]);
+        for name in missing.keys() {
+            let b = name.as_bytes();
+            let p = slot([b.first().copied().unwrap_or(0), b.get(1).copied().unwrap_or(0)]);
+            prefixes[p / 64] |= 1 << (p % 64);
+        }
+        let wanted = |p: usize| prefixes[p / 64] & (1 << (p % 64)) != 0;
         let mut found: HashMap<&str, Vec<Candidate>> = HashMap::new();
         found.try_reserve(missing.len())?;
         for (source, btf) in targets.sources() {
@@ -106,12 +118,16 @@ impl CandidateIndex {
             // their first own id, as libbpf does.
             let first = if source == BtfSource::Main { 1 } else { btf.start_id() };
             for id in first..btf.type_cnt() {
-                let ty = btf.type_by_id(id)?;
-                let Some(kind) = ty.kind() else { continue };
-                if ty.name_off == 0 {
+                let (name_off, kind) = btf.name_off_and_kind(id)?;
+                let Some(kind) = kind else { continue };
+                if name_off == 0 {
                     continue;
                 }
-                let name = essential_name(btf.name(ty.name_off)?);
+                let prefix = btf.name_prefix(name_off);
+                if !wanted(slot(prefix)) && !wanted(slot([prefix[0], 0])) {
+                    continue;
+                }
+                let name = essential_name(btf.name(name_off)?);
                 if let Some((&key, ())) = missing.get_key_value(name) {
                     // Capacity for every missing name was reserved above.
                     let list = found.entry(key).or_default();

@@ -8,6 +8,7 @@
 
 pub mod calc;
 pub mod candidates;
+pub mod kernel;
 pub mod matching;
 pub mod patch;
 pub mod relocate;

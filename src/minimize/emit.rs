@@ -72,6 +72,16 @@ fn array_index_type(targets: &Targets<'_>, keys: &mut Vec<TypeKey>) -> Result<Op
 /// Write every marked type.
 pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
     let mut keys = marks.sorted_keys()?;
+    // libbpf takes the pointer size from the integer named `long`, else assumes 8: keep that
+    // integer whenever the target's pointers are not 8 bytes.
+    let main = targets.main();
+    if let Some(long) = main.long_type_id().filter(|_| main.pointer_size() != 8) {
+        let key = (BtfSource::Main, long);
+        if let Err(pos) = keys.binary_search(&key) {
+            keys.try_reserve(1)?;
+            keys.insert(pos, key);
+        }
+    }
     let index_type = array_index_type(targets, &mut keys)?;
     let mut writer = BtfWriter::new(targets.main().endian())?;
     for key in &keys {

@@ -6,6 +6,7 @@
 //! `object` crate's; everything here borrows the input bytes, and only the section and program
 //! lists are allocated.
 
+pub mod assemble;
 mod btf_ext;
 mod insn;
 

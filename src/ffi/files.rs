@@ -1,0 +1,93 @@
+//! Paths from C strings, whole-file reads and atomic writes.
+
+use super::errno::Errno;
+use alloc::format;
+use alloc::vec::Vec;
+use core::ffi::{CStr, c_char};
+use core::sync::atomic::{AtomicU32, Ordering};
+use std::ffi::OsStr;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// The path a C string names; `EINVAL` for NULL.
+///
+/// # Safety
+///
+/// `path` must be NULL or point to a NUL-terminated string that stays valid and unchanged for
+/// `'a`.
+pub(super) unsafe fn c_path<'a>(path: *const c_char) -> Result<&'a Path, Errno> {
+    if path.is_null() {
+        return Err(Errno::INVAL);
+    }
+    // SAFETY: `path` is non-null and, by this function's contract, a NUL-terminated string
+    // valid for `'a`.
+    let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+    Ok(Path::new(OsStr::from_bytes(bytes)))
+}
+
+/// The whole contents of the file at `path`. A directory is `EISDIR`; other failures are the
+/// `errno` of the failing system call. The buffer is reserved fallibly from the file's size.
+pub(super) fn read(path: &Path) -> Result<Vec<u8>, Errno> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(Errno(libc::EISDIR));
+    }
+    let mut data = Vec::new();
+    // sysfs files (`/sys/kernel/btf/*`) report their real size; one spare byte lets
+    // `read_to_end` see end-of-file without growing the buffer.
+    let hint = usize::try_from(meta.len()).map_err(|_| Errno(libc::EFBIG))?;
+    data.try_reserve_exact(hint.saturating_add(1))?;
+    file.read_to_end(&mut data)?;
+    Ok(data)
+}
+
+/// Write `bytes` to `path` atomically: into a new temporary file in the same directory, synced,
+/// then renamed over `path`. On failure the temporary file is removed and `path` is untouched.
+pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Errno> {
+    static SEQUENCE: AtomicU32 = AtomicU32::new(0);
+    let name = path.file_name().ok_or(Errno::INVAL)?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{}.tmp.{}.{seq}", name.to_string_lossy(), std::process::id()));
+    let result = (|| {
+        // `create_new`: never follow or reuse a file someone else put there.
+        let mut file = OpenOptions::new().write(true).create_new(true).mode(0o644).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Errno::from(e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_whole_files_and_reports_errno() {
+        let dir = std::env::temp_dir().join(format!("btfgen-ffi-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("out.bin");
+        write_atomic(&file, b"hello").unwrap();
+        assert_eq!(read(&file).unwrap(), b"hello");
+        write_atomic(&file, b"bye").unwrap();
+        assert_eq!(read(&file).unwrap(), b"bye");
+        assert_eq!(read(&dir), Err(Errno(libc::EISDIR)));
+        assert_eq!(read(&dir.join("missing")), Err(Errno(libc::ENOENT)));
+        assert_eq!(write_atomic(&dir.join("no/such/dir"), b"x"), Err(Errno(libc::ENOENT)));
+        // Only the output is left: no temporary files.
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["out.bin"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

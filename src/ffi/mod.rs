@@ -1,0 +1,687 @@
+//! The C ABI (feature `ffi`): the seed's `bpf_reloc_info` API and the libbpf functions a client
+//! needs around it, with libbpf's names, prototypes and 1.x error conventions, so that a client
+//! written against libbpf + the BTFGen patch builds against `btfgen.h` unchanged.
+//!
+//! `include/btfgen.h` is generated from this module by cbindgen (`make header`); the C
+//! libraries are built by `make lib` (`libbtfgen.so.1`, `libbtfgen.a`), exporting exactly these
+//! functions under the version node `BTFGEN_0.1` (`capi.map`).
+//!
+//! A complete client:
+//!
+//! ```c
+//! struct btf_reloc_info *info = bpf_reloc_info__new("/sys/kernel/btf/vmlinux");
+//! if (!info) return -errno;
+//! for (int i = 0; i < n; i++) {
+//!     struct bpf_object *obj = bpf_object__open_file(paths[i], NULL);
+//!     if (!obj) { err = -errno; goto out; }
+//!     err = bpf_object__reloc_info_gen(info, obj);
+//!     bpf_object__close(obj);
+//!     if (err) goto out;
+//! }
+//! struct btf *btf = bpf_reloc_info__get_btf(info);
+//! if (!btf) { err = -errno; goto out; }
+//! err = btf__save_to_file(btf, "min.btf");
+//! btf__free(btf);
+//! out:
+//! bpf_reloc_info__free(info);
+//! ```
+//!
+//! Conventions, as libbpf 1.x: a function returning a pointer returns NULL on failure and sets
+//! `errno`; a function returning `int` returns 0 or a negative errno (and sets `errno` to
+//! match). [`libbpf_get_error`] turns a NULL result into `-errno`. Every pointer argument may be
+//! NULL (`EINVAL`; free functions do nothing). No panic unwinds into C: one is caught at the
+//! boundary and reported as `ENOTRECOVERABLE`. Objects are independent; one object must not be
+//! used by two threads at once.
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod anchor;
+mod errno;
+mod files;
+mod session;
+
+use crate::btf::Btf;
+use crate::error::Error;
+use crate::fallible;
+use crate::object::BpfObject;
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::ffi::{CStr, c_char, c_int, c_long, c_void};
+use core::mem::{offset_of, size_of};
+use core::ptr;
+use errno::{Errno, PANIC_ERRNO, guard, guard_int, guard_ptr};
+use session::Session;
+
+/// A BTF (libbpf's `struct btf`): raw BTF bytes, base or split, validated.
+///
+/// Created by [`btf__parse`], [`btf__parse_split`] and [`bpf_reloc_info__get_btf`]; freed by
+/// [`btf__free`].
+#[allow(non_camel_case_types)]
+pub struct btf {
+    data: Arc<BtfData>,
+}
+
+/// What a [`btf`] holds. Shared so that a split BTF keeps its base's bytes alive even when the
+/// caller frees the base first.
+struct BtfData {
+    /// This BTF's own raw bytes (for split BTF: without the base's), as [`btf__raw_data`]
+    /// returns them.
+    raw: Vec<u8>,
+    /// The base of a split BTF.
+    base: Option<Arc<BtfData>>,
+    /// `btf__type_cnt`: one more than the largest type id, base included.
+    type_cnt: u32,
+}
+
+impl BtfData {
+    /// Run `f` on the parsed BTF (and its bases).
+    fn with_parsed<R>(&self, f: &mut dyn FnMut(&Btf<'_>) -> crate::Result<R>) -> crate::Result<R> {
+        match &self.base {
+            None => f(&Btf::parse(&self.raw)?),
+            Some(base) => base.with_parsed(&mut |base| f(&Btf::parse_split(&self.raw, base)?)),
+        }
+    }
+
+    /// Validate `raw` (on `base`, when split) and wrap it.
+    fn new_handle(raw: Vec<u8>, base: Option<Arc<BtfData>>) -> Result<Box<btf>, Errno> {
+        let type_cnt = match &base {
+            None => Btf::parse(&raw)?.type_cnt(),
+            Some(base) => base.with_parsed(&mut |base| Ok(Btf::parse_split(&raw, base)?.type_cnt()))?,
+        };
+        Ok(Box::new(btf { data: Arc::new(BtfData { raw, base, type_cnt }) }))
+    }
+}
+
+/// Not produced by this library: [`btf__parse`] takes a `struct btf_ext **` only for
+/// prototype compatibility with libbpf and always stores NULL there.
+#[allow(non_camel_case_types)]
+pub struct btf_ext {
+    _opaque: (),
+}
+
+/// A BPF ELF object opened for CO-RE relocation (libbpf's `struct bpf_object`): its bytes,
+/// validated at open, and its name.
+///
+/// Created by [`bpf_object__open_file`], [`bpf_object__open_mem`] and [`bpf_object__open`];
+/// freed by [`bpf_object__close`].
+#[allow(non_camel_case_types)]
+pub struct bpf_object {
+    name: String,
+    data: Vec<u8>,
+}
+
+impl bpf_object {
+    /// Validate the ELF, its `.BTF.ext` and (when present) its `.BTF`.
+    fn open(data: Vec<u8>, name: String) -> Result<Box<bpf_object>, Errno> {
+        let obj = BpfObject::parse(&data)?;
+        if let Some(local) = obj.btf_bytes() {
+            Btf::parse(local)?;
+        }
+        Ok(Box::new(bpf_object { name, data }))
+    }
+}
+
+/// The seed's `struct btf_reloc_info`: a target BTF (plus optional module BTFs) and what the
+/// CO-RE relocations of every object added so far need from it.
+///
+/// Created by [`bpf_reloc_info__new`]; freed by [`bpf_reloc_info__free`].
+#[allow(non_camel_case_types)]
+pub struct btf_reloc_info {
+    session: Session,
+    /// Set while the session is being changed; still set afterwards only if a panic
+    /// interrupted the change, and then every later call fails with `ENOTRECOVERABLE`.
+    poisoned: bool,
+}
+
+impl btf_reloc_info {
+    /// Run `f` on the session, poisoning it if `f` panics.
+    fn with_session<R>(
+        &mut self,
+        f: impl FnOnce(&mut Session) -> Result<R, Errno>,
+    ) -> Result<R, Errno> {
+        if self.poisoned {
+            return Err(Errno(PANIC_ERRNO));
+        }
+        self.poisoned = true;
+        let result = f(&mut self.session);
+        self.poisoned = false;
+        result
+    }
+}
+
+/// Options of [`bpf_object__open_file`] and [`bpf_object__open_mem`], laid out exactly as
+/// libbpf 1.1's `struct bpf_object_open_opts`.
+///
+/// Set `sz` to `sizeof(struct bpf_object_open_opts)` and zero the whole struct first (as
+/// libbpf's `LIBBPF_OPTS()` does): as in libbpf, bytes past the fields this library knows must be
+/// zero, and a `sz` smaller than `sizeof(size_t)` is invalid (`EINVAL`). Only `sz` and
+/// `object_name` are used; the other fields concern loading into the kernel and are ignored.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+pub struct bpf_object_open_opts {
+    /// Size of this struct, for forward/backward compatibility.
+    pub sz: usize,
+    /// Object name override (default: the path for `bpf_object__open_file`,
+    /// `"<address>-<size>"` in hex for `bpf_object__open_mem`).
+    pub object_name: *const c_char,
+    /// Ignored (libbpf: parse map definitions non-strictly).
+    pub relaxed_maps: bool,
+    /// Ignored (libbpf: pin root directory of auto-pinned maps).
+    pub pin_root_path: *const c_char,
+    /// Unused (libbpf stubs out its removed `attach_prog_fd` here with `__u32 :32`).
+    pub _unused_attach_prog_fd: u32,
+    /// Ignored (libbpf: extra Kconfig content for `CONFIG_xxx` externs).
+    pub kconfig: *const c_char,
+    /// Ignored (libbpf: custom BTF for CO-RE relocations; here the target BTF is the one given
+    /// to `bpf_reloc_info__new`).
+    pub btf_custom_path: *const c_char,
+    /// Ignored (libbpf: kernel log buffer).
+    pub kernel_log_buf: *mut c_char,
+    /// Ignored (libbpf: size of `kernel_log_buf`).
+    pub kernel_log_size: usize,
+    /// Ignored (libbpf: kernel log level).
+    pub kernel_log_level: u32,
+}
+
+// libbpf 1.1's layout on LP64 (checked against <bpf/libbpf.h> by c-tests/abi too).
+const _: () = {
+    assert!(offset_of!(bpf_object_open_opts, object_name) == 8);
+    assert!(offset_of!(bpf_object_open_opts, relaxed_maps) == 16);
+    assert!(offset_of!(bpf_object_open_opts, pin_root_path) == 24);
+    assert!(offset_of!(bpf_object_open_opts, _unused_attach_prog_fd) == 32);
+    assert!(offset_of!(bpf_object_open_opts, kconfig) == 40);
+    assert!(offset_of!(bpf_object_open_opts, btf_custom_path) == 48);
+    assert!(offset_of!(bpf_object_open_opts, kernel_log_buf) == 56);
+    assert!(offset_of!(bpf_object_open_opts, kernel_log_size) == 64);
+    assert!(offset_of!(bpf_object_open_opts, kernel_log_level) == 72);
+    assert!(size_of::<bpf_object_open_opts>() == 80);
+};
+
+/// End of the last field this library knows (libbpf's `offsetofend(..., __last_field)`).
+const OPTS_KNOWN_END: usize = offset_of!(bpf_object_open_opts, kernel_log_level) + size_of::<u32>();
+
+/// Validate `opts` as libbpf's `OPTS_VALID` does and return the `object_name` it sets.
+///
+/// # Safety
+///
+/// `opts` must be NULL or point to at least `opts->sz` readable bytes.
+unsafe fn object_name_opt(opts: *const bpf_object_open_opts) -> Result<Option<String>, Errno> {
+    if opts.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: `sz` is the first field; every opts struct, of any version, starts with it.
+    let sz = unsafe { ptr::addr_of!((*opts).sz).read() };
+    if sz < size_of::<usize>() {
+        return Err(Errno::INVAL);
+    }
+    if sz > OPTS_KNOWN_END {
+        // SAFETY: the caller guarantees `sz` readable bytes at `opts`.
+        let all = unsafe { core::slice::from_raw_parts(opts.cast::<u8>(), sz) };
+        if all[OPTS_KNOWN_END..].iter().any(|&b| b != 0) {
+            return Err(Errno::INVAL);
+        }
+    }
+    if sz < offset_of!(bpf_object_open_opts, object_name) + size_of::<*const c_char>() {
+        return Ok(None);
+    }
+    // SAFETY: `object_name` lies within the first `sz` bytes, which are readable; only that
+    // field is read (no reference to the whole struct is made).
+    let name = unsafe { ptr::addr_of!((*opts).object_name).read() };
+    if name.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: a non-NULL `object_name` is a NUL-terminated string (libbpf's contract).
+    let name = unsafe { CStr::from_ptr(name) };
+    Ok(Some(fallible::to_string(&name.to_string_lossy())?))
+}
+
+/// Read a target BTF file and start a session on it.
+fn new_reloc_info(path: &std::path::Path) -> Result<Box<btf_reloc_info>, Errno> {
+    let session = Session::new(files::read(path)?)?;
+    Ok(Box::new(btf_reloc_info { session, poisoned: false }))
+}
+
+/// The raw BTF in `data`: `data` itself, or its `.BTF` section when it is an ELF file.
+fn raw_btf(data: Vec<u8>) -> Result<Vec<u8>, Errno> {
+    if !data.starts_with(b"\x7fELF") {
+        return Ok(data);
+    }
+    let section = crate::elf::section_data(&data, ".BTF")?.ok_or(Error::MissingSection(".BTF"))?;
+    Ok(fallible::to_vec(section)?)
+}
+
+/// Creates a `btf_reloc_info` for generating a minimized BTF from the target BTF at
+/// `targ_btf_path` (raw BTF such as `/sys/kernel/btf/vmlinux`, or an ELF file with a `.BTF`
+/// section). The file is read and validated once, here.
+///
+/// Returns NULL on error with `errno` set: `EINVAL` (NULL path, invalid BTF), `ENOENT`,
+/// `EISDIR` or another `open`/`read` errno, `ENODATA` (ELF without `.BTF`), `ENOMEM`.
+/// Free with `bpf_reloc_info__free()`.
+///
+/// # Safety
+///
+/// `targ_btf_path` must be NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpf_reloc_info__new(targ_btf_path: *const c_char) -> *mut btf_reloc_info {
+    guard_ptr(|| {
+        // SAFETY: the caller passes NULL or a NUL-terminated string, valid during this call.
+        let path = unsafe { files::c_path(targ_btf_path) }?;
+        new_reloc_info(path)
+    })
+}
+
+/// Frees `info` and everything it holds. NULL is a no-op.
+///
+/// BTFs returned by `bpf_reloc_info__get_btf()` are independent and stay valid.
+///
+/// # Safety
+///
+/// `info` must be NULL or a pointer returned by `bpf_reloc_info__new()` not freed yet.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpf_reloc_info__free(info: *mut btf_reloc_info) {
+    guard((), || {
+        if !info.is_null() {
+            // SAFETY: `info` came from `Box::into_raw` in `bpf_reloc_info__new` and, by the
+            // caller's contract, has not been freed: this is the one conversion back.
+            drop(unsafe { Box::from_raw(info) });
+        }
+    })
+}
+
+/// Adds a kernel module BTF (split BTF on the target BTF, e.g. `/sys/kernel/btf/<module>`) to
+/// `info`. As in libbpf, module BTFs are searched for a relocation's candidate types only when
+/// the target BTF has none. This is btfgen's addition to the seed's API.
+///
+/// Must be called before the first `bpf_object__reloc_info_gen()` or
+/// `bpf_reloc_info__get_btf()` on `info`: afterwards it fails with `-EBUSY`.
+///
+/// Returns 0, or a negative errno: `-EINVAL` (NULL argument, invalid split BTF), `-ENOENT` and
+/// other `open`/`read` errors, `-ENODATA` (ELF without `.BTF`), `-ENOMEM`, `-EBUSY`.
+///
+/// # Safety
+///
+/// `info` must be NULL or a live `btf_reloc_info`; `path` NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpf_reloc_info__add_module_btf(
+    info: *mut btf_reloc_info,
+    path: *const c_char,
+) -> c_int {
+    guard_int(|| {
+        // SAFETY: the caller passes NULL or a live `btf_reloc_info`, used by no one else
+        // during this call.
+        let info = unsafe { info.as_mut() }.ok_or(Errno::INVAL)?;
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        let path = unsafe { files::c_path(path) }?;
+        let bytes = files::read(path)?;
+        info.with_session(|session| session.add_module(bytes))
+    })
+}
+
+/// Runs the CO-RE relocation algorithm on every relocation of `obj` against `info`'s target
+/// BTF and records the types and members the matched targets need (what libbpf would patch
+/// into the instructions at load time).
+///
+/// May be called for any number of objects, and again after `bpf_reloc_info__get_btf()`. An
+/// object that fails (a relocation libbpf would fail, such as ambiguous candidates) records
+/// nothing. An object without `.BTF.ext` has no CO-RE relocations: it records nothing and
+/// succeeds, as in libbpf.
+///
+/// Returns 0, or a negative errno: `-EINVAL` (NULL argument, a relocation that fails),
+/// `-ENODATA` (the object has no `.BTF`), `-ENOMEM`, `-ENOTRECOVERABLE` (internal error).
+///
+/// # Safety
+///
+/// `info` must be NULL or a live `btf_reloc_info`; `obj` NULL or a live `bpf_object`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpf_object__reloc_info_gen(
+    info: *mut btf_reloc_info,
+    obj: *mut bpf_object,
+) -> c_int {
+    guard_int(|| {
+        // SAFETY: the caller passes NULL or a live `btf_reloc_info`, used by no one else
+        // during this call.
+        let info = unsafe { info.as_mut() }.ok_or(Errno::INVAL)?;
+        // SAFETY: the caller passes NULL or a live `bpf_object`.
+        let obj = unsafe { obj.as_ref() }.ok_or(Errno::INVAL)?;
+        info.with_session(|session| session.add_object(&obj.name, &obj.data))
+    })
+}
+
+/// Generates the minimized BTF: every type and member the relocations recorded so far need,
+/// with new type ids; byte-identical to `btfgen min-core-btf` for the same inputs.
+///
+/// Returns a new `struct btf` owned by the caller (free it with `btf__free()`), or NULL with
+/// `errno` set (`EINVAL`, `ENOMEM`). Can be called any number of times.
+///
+/// # Safety
+///
+/// `info` must be NULL or a live `btf_reloc_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpf_reloc_info__get_btf(info: *mut btf_reloc_info) -> *mut btf {
+    guard_ptr(|| {
+        // SAFETY: the caller passes NULL or a live `btf_reloc_info`, used by no one else
+        // during this call.
+        let info = unsafe { info.as_mut() }.ok_or(Errno::INVAL)?;
+        let raw = info.with_session(|session| Ok(session.emit()?))?;
+        BtfData::new_handle(raw, None)
+    })
+}
+
+/// Opens the BPF ELF object file at `path` (libbpf's prototype).
+///
+/// The ELF, its `.BTF.ext` and its `.BTF` (when present) are read and validated here. `opts`
+/// may be NULL; see `struct bpf_object_open_opts` for what is used.
+///
+/// Returns NULL on error with `errno` set: `EINVAL` (NULL path, invalid `opts`, not a valid
+/// BPF ELF object, invalid `.BTF` or `.BTF.ext`), `ENOENT`, `EISDIR` or another
+/// `open`/`read` errno, `ENOMEM`. Free with `bpf_object__close()`.
+///
+/// # Safety
+///
+/// `path` must be NULL or a NUL-terminated string; `opts` NULL or valid for `opts->sz` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpf_object__open_file(
+    path: *const c_char,
+    opts: *const bpf_object_open_opts,
+) -> *mut bpf_object {
+    guard_ptr(|| {
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        let path = unsafe { files::c_path(path) }?;
+        // SAFETY: the caller passes NULL or `opts` valid for `opts->sz` bytes.
+        let name = unsafe { object_name_opt(opts) }?;
+        let data = files::read(path)?;
+        let name = match name {
+            Some(name) => name,
+            None => fallible::to_string(&path.to_string_lossy())?,
+        };
+        bpf_object::open(data, name)
+    })
+}
+
+/// Opens a BPF ELF object from the `obj_buf_sz` bytes at `obj_buf` (copied; the buffer can be
+/// freed on return). As `bpf_object__open_file()` otherwise; NULL `obj_buf` or a zero size is
+/// `EINVAL`.
+///
+/// # Safety
+///
+/// `obj_buf` must be NULL or valid for reading `obj_buf_sz` bytes; `opts` NULL or valid for
+/// `opts->sz` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpf_object__open_mem(
+    obj_buf: *const c_void,
+    obj_buf_sz: usize,
+    opts: *const bpf_object_open_opts,
+) -> *mut bpf_object {
+    guard_ptr(|| {
+        if obj_buf.is_null() || obj_buf_sz == 0 {
+            return Err(Errno::INVAL);
+        }
+        // SAFETY: the caller passes NULL or `opts` valid for `opts->sz` bytes.
+        let name = unsafe { object_name_opt(opts) }?;
+        // SAFETY: `obj_buf` is non-null and, by the caller's contract, valid for reading
+        // `obj_buf_sz` bytes during this call; they are copied before returning.
+        let bytes = unsafe { core::slice::from_raw_parts(obj_buf.cast::<u8>(), obj_buf_sz) };
+        let data = fallible::to_vec(bytes)?;
+        let name = match name {
+            Some(name) => name,
+            None => format!("{:x}-{:x}", obj_buf as usize, obj_buf_sz),
+        };
+        bpf_object::open(data, name)
+    })
+}
+
+/// Opens the BPF ELF object file at `path`: the legacy form of
+/// `bpf_object__open_file(path, NULL)`, kept for BTFGen-style clients. Errors as
+/// `bpf_object__open_file()`; check the result with `libbpf_get_error()` or for NULL.
+///
+/// # Safety
+///
+/// `path` must be NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpf_object__open(path: *const c_char) -> *mut bpf_object {
+    guard_ptr(|| {
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        let path = unsafe { files::c_path(path) }?;
+        let data = files::read(path)?;
+        bpf_object::open(data, fallible::to_string(&path.to_string_lossy())?)
+    })
+}
+
+/// Frees `obj`. NULL is a no-op.
+///
+/// # Safety
+///
+/// `obj` must be NULL or a pointer returned by a `bpf_object__open*()` function, not closed
+/// yet.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpf_object__close(obj: *mut bpf_object) {
+    guard((), || {
+        if !obj.is_null() {
+            // SAFETY: `obj` came from `Box::into_raw` in an open function and, by the caller's
+            // contract, has not been closed: this is the one conversion back.
+            drop(unsafe { Box::from_raw(obj) });
+        }
+    })
+}
+
+/// Parses the BTF at `path`: raw BTF (such as `/sys/kernel/btf/vmlinux`) or the `.BTF` section
+/// of an ELF file (libbpf's prototype).
+///
+/// `btf_ext` may be NULL; otherwise `*btf_ext` is set to NULL (this library does not expose
+/// `.BTF.ext`).
+///
+/// Returns NULL on error with `errno` set: `EINVAL` (NULL path, invalid BTF), `ENOENT`,
+/// `EISDIR` or another `open`/`read` errno, `ENODATA` (ELF without `.BTF`), `ENOMEM`. Free with
+/// `btf__free()`.
+///
+/// # Safety
+///
+/// `path` must be NULL or a NUL-terminated string; `btf_ext` NULL or valid for writing a
+/// pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn btf__parse(path: *const c_char, btf_ext: *mut *mut btf_ext) -> *mut btf {
+    guard_ptr(|| {
+        if !btf_ext.is_null() {
+            // SAFETY: non-null, and by the caller's contract valid for writing a pointer.
+            unsafe { btf_ext.write(ptr::null_mut()) };
+        }
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        let path = unsafe { files::c_path(path) }?;
+        BtfData::new_handle(raw_btf(files::read(path)?)?, None)
+    })
+}
+
+/// Parses the split BTF at `path` (raw, or an ELF file's `.BTF`; e.g.
+/// `/sys/kernel/btf/<module>`) on top of `base_btf` (libbpf's prototype). A NULL `base_btf`
+/// parses a base BTF, as `btf__parse()`.
+///
+/// The result keeps what it needs of `base_btf`: the base may be freed first. Its
+/// `btf__raw_data()` is the split part only; its `btf__type_cnt()` counts the base's types too.
+///
+/// Returns NULL on error with `errno` set, as `btf__parse()`. Free with `btf__free()`.
+///
+/// # Safety
+///
+/// `path` must be NULL or a NUL-terminated string; `base_btf` NULL or a live `btf`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn btf__parse_split(path: *const c_char, base_btf: *mut btf) -> *mut btf {
+    guard_ptr(|| {
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        let path = unsafe { files::c_path(path) }?;
+        // SAFETY: the caller passes NULL or a live `btf`.
+        let base = unsafe { base_btf.as_ref() }.map(|b| Arc::clone(&b.data));
+        BtfData::new_handle(raw_btf(files::read(path)?)?, base)
+    })
+}
+
+/// The raw BTF bytes of `btf` (libbpf's prototype), valid until `btf__free(btf)`; their length
+/// is stored in `*size` when `size` is not NULL. For a split BTF, only the split part.
+///
+/// Returns NULL with `errno` = `EINVAL` when `btf` is NULL.
+///
+/// # Safety
+///
+/// `btf` must be NULL or a live `btf`; `size` NULL or valid for writing a `uint32_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn btf__raw_data(btf: *const btf, size: *mut u32) -> *const c_void {
+    let result = guard_ptr(|| {
+        // SAFETY: the caller passes NULL or a live `btf`.
+        let btf = unsafe { btf.as_ref() }.ok_or(Errno::INVAL)?;
+        // Parsing checked that the blob fits BTF's 32-bit offsets.
+        let len = u32::try_from(btf.data.raw.len()).map_err(|_| Errno(libc::E2BIG))?;
+        if !size.is_null() {
+            // SAFETY: non-null, and by the caller's contract valid for writing a `u32`.
+            unsafe { size.write(len) };
+        }
+        Ok(Box::new(btf.data.raw.as_ptr().cast::<c_void>()))
+    });
+    if result.is_null() {
+        return ptr::null();
+    }
+    // SAFETY: `result` came from `Box::into_raw` in `guard_ptr` just above; this takes the
+    // value back and frees the box.
+    *unsafe { Box::from_raw(result) }
+}
+
+/// The number of types of `btf` plus one (libbpf's prototype): valid type ids are
+/// `1 .. btf__type_cnt(btf) - 1`, and 0 is `void`. Split BTF counts its base's types too.
+///
+/// Returns 0 with `errno` = `EINVAL` when `btf` is NULL.
+///
+/// # Safety
+///
+/// `btf` must be NULL or a live `btf`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn btf__type_cnt(btf: *const btf) -> u32 {
+    guard(0, || {
+        // SAFETY: the caller passes NULL or a live `btf`.
+        match unsafe { btf.as_ref() } {
+            Some(btf) => btf.data.type_cnt,
+            None => {
+                errno::set_errno(libc::EINVAL);
+                0
+            }
+        }
+    })
+}
+
+/// Writes the raw bytes of `btf` to `path` atomically: a temporary file in the same directory,
+/// then `rename()`, so `path` is never left partly written (BTFGen's `btf__save_to_file`).
+///
+/// Returns 0, or a negative errno: `-EINVAL` (NULL argument), or the errno of the failing
+/// `open`/`write`/`fsync`/`rename` (`-ENOENT`, `-EACCES`, `-EISDIR`, ...).
+///
+/// # Safety
+///
+/// `btf` must be NULL or a live `btf`; `path` NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn btf__save_to_file(btf: *mut btf, path: *const c_char) -> c_int {
+    guard_int(|| {
+        // SAFETY: the caller passes NULL or a live `btf`.
+        let btf = unsafe { btf.as_ref() }.ok_or(Errno::INVAL)?;
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        let path = unsafe { files::c_path(path) }?;
+        files::write_atomic(path, &btf.data.raw)
+    })
+}
+
+/// Frees `btf`. NULL is a no-op.
+///
+/// # Safety
+///
+/// `btf` must be NULL or a pointer returned by a `btf__parse*()` function or
+/// `bpf_reloc_info__get_btf()`, not freed yet.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn btf__free(btf: *mut btf) {
+    guard((), || {
+        if !btf.is_null() {
+            // SAFETY: `btf` came from `Box::into_raw` and, by the caller's contract, has not
+            // been freed: this is the one conversion back.
+            drop(unsafe { Box::from_raw(btf) });
+        }
+    })
+}
+
+/// The error of a pointer this library returned (libbpf 1.x semantics): `-errno` when `ptr` is
+/// NULL, 0 otherwise. So `err = libbpf_get_error(p); if (err) ...` works with every pointer
+/// returned here, provided nothing changed `errno` in between.
+#[unsafe(no_mangle)]
+pub extern "C" fn libbpf_get_error(ptr: *const c_void) -> c_long {
+    guard(0, || if ptr.is_null() { -c_long::from(errno::errno()) } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::ffi::CString;
+
+    fn fixture(path: &str) -> CString {
+        let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        CString::new(full.to_str().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn opts_follow_libbpf_opts_valid() {
+        // SAFETY: every pointer passed is NULL or a live, fully initialized opts struct.
+        unsafe {
+            assert_eq!(object_name_opt(ptr::null()), Ok(None));
+            let mut bytes = [0u8; 96];
+            bytes[..8].copy_from_slice(&4usize.to_ne_bytes());
+            let too_small = bytes.as_ptr().cast::<bpf_object_open_opts>();
+            assert_eq!(object_name_opt(too_small), Err(Errno::INVAL));
+            let name = c"custom";
+            let mut opts = bpf_object_open_opts {
+                sz: size_of::<bpf_object_open_opts>(),
+                object_name: name.as_ptr(),
+                relaxed_maps: false,
+                pin_root_path: ptr::null(),
+                _unused_attach_prog_fd: 0,
+                kconfig: ptr::null(),
+                btf_custom_path: ptr::null(),
+                kernel_log_buf: ptr::null_mut(),
+                kernel_log_size: 0,
+                kernel_log_level: 0,
+            };
+            assert_eq!(object_name_opt(&opts), Ok(Some("custom".into())));
+            // A struct from an older libbpf that ends before `object_name`.
+            opts.sz = 8;
+            assert_eq!(object_name_opt(&opts), Ok(None));
+        }
+    }
+
+    #[test]
+    fn full_flow_through_the_c_functions() {
+        let target = fixture("tests/data/targets/btf__fields.btf");
+        let object = fixture("tests/data/progs/fields.bpf.o");
+        // SAFETY: every pointer passed is NULL, a NUL-terminated string or a live handle.
+        unsafe {
+            let info = bpf_reloc_info__new(target.as_ptr());
+            assert!(!info.is_null());
+            let obj = bpf_object__open_file(object.as_ptr(), ptr::null());
+            assert!(!obj.is_null());
+            assert_eq!(bpf_object__reloc_info_gen(info, obj), 0);
+            bpf_object__close(obj);
+            let btf = bpf_reloc_info__get_btf(info);
+            assert!(!btf.is_null());
+            let mut size = 0u32;
+            let data = btf__raw_data(btf, &mut size);
+            assert!(!data.is_null() && size > 24);
+            assert!(btf__type_cnt(btf) > 1);
+            btf__free(btf);
+            bpf_reloc_info__free(info);
+
+            assert!(bpf_reloc_info__new(ptr::null()).is_null());
+            assert_eq!(libbpf_get_error(ptr::null()), -c_long::from(libc::EINVAL));
+            let missing = c"/nonexistent/vmlinux";
+            assert!(bpf_reloc_info__new(missing.as_ptr()).is_null());
+            assert_eq!(libbpf_get_error(ptr::null()), -c_long::from(libc::ENOENT));
+            assert_eq!(bpf_object__reloc_info_gen(ptr::null_mut(), ptr::null_mut()), -libc::EINVAL);
+            bpf_reloc_info__free(ptr::null_mut());
+            bpf_object__close(ptr::null_mut());
+            btf__free(ptr::null_mut());
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! [`Session`]: what a `struct btf_reloc_info` holds. The target BTF bytes are read once, parsed
+//! once, and a [`RelocInfo`] borrowing them accumulates the relocations of every object until
+//! the session is freed.
+
+use super::anchor::Anchor;
+use super::errno::Errno;
+use crate::btf::Btf;
+use crate::core::Targets;
+use crate::error::Result;
+use crate::minimize::RelocInfo;
+use crate::object::BpfObject;
+use alloc::vec::Vec;
+
+/// Target BTFs (main + modules) and the reloc info accumulated against them.
+///
+/// Self-referential: `info` borrows `main` and `modules`, which borrow `main_bytes` and
+/// `module_bytes`. The borrows are made with [`Anchor::get_unbounded`] under its rules: every
+/// borrowed value lives in an [`Anchor`] (a heap address that never changes), anchors are only
+/// ever added, never removed or replaced, and fields drop in declaration order, so each field is
+/// declared before everything it borrows from. Nothing borrowed ever leaves the session: its
+/// methods take and return owned data.
+pub(super) struct Session {
+    /// Built at the first object (or `to_btf`); module BTFs can be added only before that.
+    info: Option<RelocInfo<'static>>,
+    /// Module BTFs, split on `main`, borrowing `module_bytes`.
+    modules: Vec<Anchor<Btf<'static>>>,
+    module_bytes: Vec<Anchor<Vec<u8>>>,
+    /// The main target BTF, borrowing `main_bytes`.
+    main: Anchor<Btf<'static>>,
+    #[expect(dead_code, reason = "owned only to keep the bytes `main` borrows alive")]
+    main_bytes: Anchor<Vec<u8>>,
+}
+
+impl Session {
+    /// Parse the main target BTF (raw BTF, or an ELF file's `.BTF`) from `bytes`.
+    pub(super) fn new(bytes: Vec<u8>) -> Result<Session> {
+        let main_bytes = Anchor::new(bytes);
+        // SAFETY: the view is stored in `main`, declared (so dropped) before `main_bytes`, and
+        // neither anchor is ever replaced. On a parse error nothing borrowing it survives: the
+        // error owns no references into the bytes.
+        let data: &'static Vec<u8> = unsafe { main_bytes.get_unbounded() };
+        let main = Anchor::new(Btf::parse_raw_or_elf(data, None)?);
+        Ok(Session { info: None, modules: Vec::new(), module_bytes: Vec::new(), main, main_bytes })
+    }
+
+    /// Add a kernel module BTF (split on the main BTF), searched for candidates only when the
+    /// main BTF has none. `EBUSY` once an object was added or a BTF emitted: the candidate
+    /// index and the marks of earlier objects were made without it.
+    pub(super) fn add_module(&mut self, bytes: Vec<u8>) -> core::result::Result<(), Errno> {
+        if self.info.is_some() {
+            return Err(Errno(libc::EBUSY));
+        }
+        // Reserve first so that, once parsed, the module is kept without another failure point.
+        self.modules.try_reserve(1)?;
+        self.module_bytes.try_reserve(1)?;
+        let bytes = Anchor::new(bytes);
+        // SAFETY: both views end up in `modules`, declared before `module_bytes` and `main`;
+        // anchors are never removed. If parsing fails, `bytes` is dropped with nothing
+        // borrowing it (errors own no references).
+        let (data, main): (&'static Vec<u8>, &'static Btf<'static>) =
+            unsafe { (bytes.get_unbounded(), self.main.get_unbounded()) };
+        let module = Btf::parse_raw_or_elf(data, Some(main))?;
+        self.module_bytes.push(bytes);
+        self.modules.push(Anchor::new(module));
+        Ok(())
+    }
+
+    /// The reloc info, created on first use from the main and module BTFs.
+    fn info(&mut self) -> Result<&mut RelocInfo<'static>> {
+        let info = match self.info.take() {
+            Some(info) => info,
+            None => {
+                // SAFETY: the targets are stored in `info`, the first field, so dropped before
+                // the `modules` and `main` anchors they borrow; anchors are never removed.
+                let main: &'static Btf<'static> = unsafe { self.main.get_unbounded() };
+                let mut targets = Targets::new(main);
+                for module in &self.modules {
+                    // SAFETY: as above.
+                    targets.add_module(unsafe { module.get_unbounded() })?;
+                }
+                RelocInfo::new(targets)
+            }
+        };
+        Ok(self.info.insert(info))
+    }
+
+    /// Relocate the object in `data` and record what its relocations need (`name` names it in
+    /// the recorded reasons). A failing object records nothing.
+    pub(super) fn add_object(&mut self, name: &str, data: &[u8]) -> core::result::Result<(), Errno> {
+        let obj = BpfObject::parse(data)?;
+        // `btfgen min-core-btf` rejects such an object too; libbpf's errno for "no .BTF".
+        let local_bytes = obj.btf_bytes().ok_or(Errno(libc::ENODATA))?;
+        let local = Btf::parse(local_bytes)?;
+        self.info()?.add_object(name, &obj, &local)?;
+        Ok(())
+    }
+
+    /// The minimized BTF for everything recorded so far.
+    pub(super) fn emit(&mut self) -> Result<Vec<u8>> {
+        Ok(self.info()?.to_btf()?.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(path: &str) -> Vec<u8> {
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+    }
+
+    #[test]
+    fn session_outlives_moves_and_matches_a_direct_run() {
+        let target = fixture("tests/data/targets/btf__fields.btf");
+        let object = fixture("tests/data/progs/fields.bpf.o");
+        let session = Session::new(target.clone()).unwrap();
+        // Move the session around (into a box and back) before using it.
+        let mut session = *alloc::boxed::Box::new(session);
+        session.add_object("fields", &object).unwrap();
+        let bytes = session.emit().unwrap();
+        drop(session);
+
+        let main = Btf::parse_raw_or_elf(&target, None).unwrap();
+        let mut info = RelocInfo::new(Targets::new(&main));
+        let obj = BpfObject::parse(&object).unwrap();
+        let local = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+        info.add_object("fields", &obj, &local).unwrap();
+        assert_eq!(bytes, info.to_btf().unwrap().bytes);
+    }
+
+    #[test]
+    fn modules_only_before_the_first_object() {
+        let mut session = Session::new(fixture("tests/data/targets/base.btf")).unwrap();
+        session.add_module(fixture("tests/data/targets/module.btf")).unwrap();
+        assert_eq!(session.add_module(b"junk".to_vec()), Err(Errno::INVAL));
+        session.add_object("module", &fixture("tests/data/progs/module.bpf.o")).unwrap();
+        assert_eq!(session.add_module(fixture("tests/data/targets/module.btf")), Err(Errno(libc::EBUSY)));
+    }
+}

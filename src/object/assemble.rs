@@ -1,0 +1,852 @@
+//! Program assembly: what libbpf hands to `BPF_PROG_LOAD` for each entry-point program.
+//!
+//! Functions in `.text` are subprograms; every other program is an entry point. An entry point
+//! is loaded with the subprograms it reaches appended after its own code, each once, in the
+//! order libbpf appends them (`bpf_object__reloc_code`): scanning the program, the first call
+//! into a subprogram not yet appended appends it and scans it right away, before the scan of
+//! the caller goes on (depth first). Call offsets are rewritten for the new layout, and the
+//! `.BTF.ext` func_info, line_info and CO-RE records of each piece move with it.
+//!
+//! Assembly reads each section's instructions from the ELF file or from a caller-given copy
+//! ([`SectionCode`]): libbpf applies CO-RE to each section before it appends anything, so
+//! CO-RE-patched sections assemble into exactly what libbpf loads.
+//!
+//! [`loadable_btf`] is the other half of a load: the object's `.BTF` with the DATASEC sizes and
+//! variable offsets filled in from the ELF, which clang leaves at 0 and the kernel rejects.
+
+use super::{
+    BpfObject, CoreRelo, ExtInfo, ExtRecord, FuncInfo, INSN_SIZE, Insn, LineInfo, Program,
+    Relocation,
+};
+use crate::btf::{Btf, Type, TypeKind};
+use crate::error::{Error, Result};
+use crate::fallible;
+use ::object::elf;
+use ::object::endian::Endian;
+use ::object::read::elf::{SectionHeader, Sym};
+use alloc::vec::Vec;
+
+/// `BPF_JMP | BPF_CALL`.
+const CALL: u8 = 0x85;
+/// `BPF_LD | BPF_IMM | BPF_DW`: the first slot of a 64-bit immediate load.
+const LD_IMM64: u8 = 0x18;
+/// `src_reg` of a call to a BPF function (rather than a helper).
+const PSEUDO_CALL: u8 = 1;
+/// `src_reg` of an `ld_imm64` that loads a BPF function's address (a callback).
+const PSEUDO_FUNC: u8 = 4;
+/// `sizeof(struct btf_type)`.
+const TYPE_HEADER: usize = 12;
+/// `sizeof(struct btf_var_secinfo)`.
+const VAR_SECINFO: usize = 12;
+/// `BTF_VAR_STATIC`.
+const VAR_STATIC: u32 = 0;
+/// `BTF_VAR_GLOBAL_EXTERN`.
+const VAR_EXTERN: u32 = 2;
+
+/// Instructions to assemble a section from instead of its ELF bytes, e.g. the section after
+/// CO-RE patching.
+#[derive(Clone, Copy, Debug)]
+pub struct SectionCode<'i> {
+    /// ELF index of the executable section.
+    pub section_index: usize,
+    /// Every instruction of the section; as many as the section has.
+    pub insns: &'i [Insn],
+}
+
+/// One function within an assembled program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part<'a> {
+    /// The function: the entry point itself, or a `.text` subprogram.
+    pub program: Program<'a>,
+    /// Index of its first instruction in the assembled program.
+    pub start: u32,
+}
+
+impl Part<'_> {
+    /// Number of instructions.
+    pub fn insn_count(&self) -> u32 {
+        self.program.size / INSN_SIZE as u32
+    }
+
+    /// Index of its first instruction within its ELF section.
+    pub fn section_insn(&self) -> u32 {
+        self.program.offset / INSN_SIZE as u32
+    }
+}
+
+/// A CO-RE record of an assembled program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlacedCoreRelo<'a> {
+    /// Byte offset of the relocated instruction from the start of the assembled program, as
+    /// the kernel's `struct bpf_core_relo` takes it.
+    pub insn_off: u32,
+    /// Local (object `.BTF`) type id the access string starts from.
+    pub type_id: u32,
+    /// `.BTF` string offset of the access string.
+    pub access_str_off: u32,
+    /// Raw `enum bpf_core_relo_kind`.
+    pub kind: u32,
+    /// ELF section the record came from.
+    pub section: &'a str,
+    /// Index of the record among that section's CO-RE records (libbpf's `relo #N`).
+    pub relo: u32,
+    /// Index of the relocated instruction within that section.
+    pub section_insn: u32,
+}
+
+/// An ELF relocation that assembly leaves to the loader (maps, global data, externs), moved to
+/// the assembled program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlacedRelocation<'a> {
+    /// Index of the relocated instruction in the assembled program.
+    pub insn: u32,
+    /// The relocation as the ELF file has it (its offset is within its section).
+    pub relocation: Relocation<'a>,
+}
+
+/// An entry-point program with the subprograms it calls appended, ready for `BPF_PROG_LOAD`.
+#[derive(Debug)]
+pub struct AssembledProgram<'a> {
+    /// The entry point.
+    pub program: Program<'a>,
+    /// The instructions: the entry point's, then each appended subprogram's; BPF-to-BPF calls
+    /// and callback addresses point at the appended copies.
+    pub insns: Vec<Insn>,
+    /// The entry point (first, at 0) and the subprograms in the order they were appended.
+    pub parts: Vec<Part<'a>>,
+    /// `bpf_func_info` records, `insn_off` in instructions of `insns` (the kernel's unit). Empty
+    /// when the entry point has none, as libbpf then drops func_info for the whole program.
+    pub func_info: Vec<FuncInfo>,
+    /// `bpf_line_info` records, `insn_off` in instructions of `insns`; empty like `func_info`.
+    pub line_info: Vec<LineInfo>,
+    /// CO-RE records sorted by instruction.
+    pub core_relos: Vec<PlacedCoreRelo<'a>>,
+    /// ELF relocations other than calls and callback addresses, in instruction order.
+    pub relocations: Vec<PlacedRelocation<'a>>,
+}
+
+impl AssembledProgram<'_> {
+    /// The entry point's name.
+    pub fn name(&self) -> &str {
+        self.program.name
+    }
+}
+
+/// Whether `program` is a subprogram (any function in `.text`) rather than an entry point.
+pub fn is_subprogram(obj: &BpfObject<'_>, program: &Program<'_>) -> bool {
+    obj.section_by_name(".text")
+        .is_some_and(|text| text.index == program.section_index)
+}
+
+/// The entry-point programs of `obj`, in section and offset order.
+pub fn entry_points<'s, 'a>(obj: &'s BpfObject<'a>) -> impl Iterator<Item = &'s Program<'a>> {
+    obj.programs().iter().filter(move |p| !is_subprogram(obj, p))
+}
+
+/// Assemble the entry-point program `name` of `obj`. `btf` is the object's parsed `.BTF`,
+/// needed when it has `.BTF.ext`; `code` replaces the ELF instructions of some sections.
+pub fn assemble<'a>(
+    obj: &BpfObject<'a>,
+    btf: Option<&Btf<'a>>,
+    name: &str,
+    code: &[SectionCode<'_>],
+) -> Result<AssembledProgram<'a>> {
+    let program = entry_points(obj)
+        .find(|p| p.name == name)
+        .ok_or(Error::InvalidArgument("no entry-point program of that name"))?;
+    Assembler::new(obj, btf, code)?.program(program)
+}
+
+/// Assemble every entry-point program of `obj`, in section and offset order; arguments as for
+/// [`assemble`].
+pub fn assemble_all<'a>(
+    obj: &BpfObject<'a>,
+    btf: Option<&Btf<'a>>,
+    code: &[SectionCode<'_>],
+) -> Result<Vec<AssembledProgram<'a>>> {
+    let mut assembler = Assembler::new(obj, btf, code)?;
+    let mut out = Vec::new();
+    for program in entry_points(obj) {
+        fallible::push(&mut out, assembler.program(program)?)?;
+    }
+    Ok(out)
+}
+
+/// Where a code reference (call or callback address) points, per its relocation.
+#[derive(Clone, Copy)]
+enum Target {
+    /// `R_BPF_64_32` call against a `.text` symbol: the callee starts at
+    /// `sym_off / 8 + imm + 1`.
+    Call { sym_off: u64 },
+    /// `ld_imm64` against a `.text` symbol: the callback starts at byte `sym_off + imm`.
+    FuncAddr { sym_off: u64 },
+}
+
+/// The ELF relocations of one section, sorted by offset.
+struct SectionRelocations<'a> {
+    index: usize,
+    relocations: Vec<Relocation<'a>>,
+}
+
+struct Assembler<'s, 'a, 'i> {
+    obj: &'s BpfObject<'a>,
+    btf: Option<&'s Btf<'a>>,
+    code: &'i [SectionCode<'i>],
+    text: Option<usize>,
+    relocations: Vec<SectionRelocations<'a>>,
+}
+
+fn bad(reason: &'static str, section: usize, offset: u64) -> Error {
+    Error::BadElfSection {
+        reason,
+        section,
+        offset,
+    }
+}
+
+fn is_subprog_call(insn: &Insn) -> bool {
+    insn.code == CALL && insn.src_reg == PSEUDO_CALL && insn.dst_reg == 0 && insn.off == 0
+}
+
+impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
+    fn new(
+        obj: &'s BpfObject<'a>,
+        btf: Option<&'s Btf<'a>>,
+        code: &'i [SectionCode<'i>],
+    ) -> Result<Self> {
+        if obj.btf_ext().is_some() && btf.is_none() {
+            return Err(Error::InvalidArgument(
+                "assembly: the object has .BTF.ext, so its parsed .BTF is needed",
+            ));
+        }
+        for c in code {
+            let section = obj.section_by_index(c.section_index).ok_or(Error::InvalidArgument(
+                "assembly: replacement code for a section that is not executable",
+            ))?;
+            if section.insn_count() != c.insns.len() {
+                return Err(Error::InvalidArgument(
+                    "assembly: replacement code is not as long as its section",
+                ));
+            }
+        }
+        Ok(Assembler {
+            obj,
+            btf,
+            code,
+            text: obj.section_by_name(".text").map(|s| s.index),
+            relocations: Vec::new(),
+        })
+    }
+
+    /// Instruction `idx` of section `section`: from the replacement code if any, else the ELF.
+    fn insn(&self, section: usize, idx: u32) -> Option<Insn> {
+        match self.code.iter().find(|c| c.section_index == section) {
+            Some(c) => c.insns.get(idx as usize).copied(),
+            None => self.obj.section_by_index(section)?.insn(idx as usize),
+        }
+    }
+
+    /// Append the instructions of `program` to `insns`.
+    fn copy_code(&self, program: &Program<'a>, insns: &mut Vec<Insn>) -> Result<()> {
+        let first = program.offset / INSN_SIZE as u32;
+        let count = program.size / INSN_SIZE as u32;
+        insns.try_reserve(count as usize)?;
+        for idx in first..first + count {
+            let insn = self.insn(program.section_index, idx).ok_or(bad(
+                "function extends past its section",
+                program.section_index,
+                u64::from(program.offset),
+            ))?;
+            insns.push(insn);
+        }
+        Ok(())
+    }
+
+    /// The ELF relocations of section `index`, read once.
+    fn section_relocations(&mut self, index: usize) -> Result<&[Relocation<'a>]> {
+        let pos = match self.relocations.iter().position(|s| s.index == index) {
+            Some(pos) => pos,
+            None => {
+                let mut relocations = self.obj.relocations(index)?;
+                // Stable: of several relocations on one instruction the first in the file wins.
+                relocations.sort_by_key(|r| r.offset);
+                fallible::push(
+                    &mut self.relocations,
+                    SectionRelocations { index, relocations },
+                )?;
+                self.relocations.len() - 1
+            }
+        };
+        Ok(self
+            .relocations
+            .get(pos)
+            .map_or(&[], |s| s.relocations.as_slice()))
+    }
+
+    /// Classify relocation `rel` of section `section` as libbpf does when it collects program
+    /// relocations: a code reference, something left to the loader (`None`), or an error.
+    fn classify(&self, section: usize, rel: &Relocation<'a>) -> Result<Option<Target>> {
+        let at = u64::from(rel.offset);
+        let idx = rel.offset / INSN_SIZE as u32;
+        let insn = self
+            .obj
+            .section_by_index(section)
+            .and_then(|s| s.insn(idx as usize))
+            .ok_or(bad("relocation outside its section", section, at))?;
+        let is_call = insn.code == CALL;
+        if !is_call && insn.code != LD_IMM64 {
+            return Err(bad(
+                "relocation on an instruction that is neither a call nor a 64-bit load",
+                section,
+                at,
+            ));
+        }
+        // Undefined (extern: kfuncs, ksyms, kconfig) and special-index symbols: the loader
+        // resolves those.
+        let Some(sym_section) = rel.symbol_section else {
+            return Ok(None);
+        };
+        let in_text = Some(sym_section) == self.text;
+        if is_call {
+            if insn.src_reg != PSEUDO_CALL {
+                return Err(bad(
+                    "relocated call is not a BPF-to-BPF call",
+                    section,
+                    at,
+                ));
+            }
+            if !in_text {
+                return Err(bad(
+                    "call relocation against a symbol outside .text (libbpf only calls into .text)",
+                    section,
+                    at,
+                ));
+            }
+            if rel.symbol_value % INSN_SIZE as u64 != 0 {
+                return Err(bad(
+                    "call relocation against a misaligned symbol",
+                    section,
+                    at,
+                ));
+            }
+            return Ok(Some(Target::Call {
+                sym_off: rel.symbol_value,
+            }));
+        }
+        let local_section = rel.symbol_bind == elf::STB_LOCAL.0 && rel.symbol_type == elf::STT_SECTION.0;
+        let global_func = rel.symbol_bind == elf::STB_GLOBAL.0 && rel.symbol_type == elf::STT_FUNC.0;
+        if in_text && (local_section || global_func) {
+            if rel.symbol_value % INSN_SIZE as u64 != 0 || insn.imm % INSN_SIZE as i32 != 0 {
+                return Err(bad(
+                    "function address relocation is not instruction-aligned",
+                    section,
+                    at,
+                ));
+            }
+            return Ok(Some(Target::FuncAddr {
+                sym_off: rel.symbol_value,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// The relocation at instruction `idx` of section `section`, classified: `None` when there
+    /// is none, `Some(None)` for one the loader resolves, `Some(Some(target))` for code.
+    fn reference(&mut self, section: usize, idx: u32) -> Result<Option<Option<Target>>> {
+        let offset = idx.checked_mul(INSN_SIZE as u32);
+        let relocations = self.section_relocations(section)?;
+        let Some(offset) = offset else {
+            return Ok(None);
+        };
+        let pos = relocations.partition_point(|r| r.offset < offset);
+        match relocations.get(pos).filter(|r| r.offset == offset).copied() {
+            Some(rel) => Ok(Some(self.classify(section, &rel)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Assemble one entry-point program.
+    fn program(&mut self, main: &Program<'a>) -> Result<AssembledProgram<'a>> {
+        if !main.global {
+            return Err(bad(
+                "static function in a program section (libbpf only loads global ones)",
+                main.section_index,
+                u64::from(main.offset),
+            ));
+        }
+        let mut insns = Vec::new();
+        self.copy_code(main, &mut insns)?;
+        let mut parts = Vec::new();
+        fallible::push(&mut parts, Part { program: *main, start: 0 })?;
+        // Depth-first scan without recursion: each frame is a part and the next instruction
+        // of it to look at. A subprogram is appended at most once, so the stack is bounded by
+        // the number of functions.
+        let mut stack: Vec<(usize, u32)> = Vec::new();
+        fallible::push(&mut stack, (0, 0))?;
+        while let Some(&(part_idx, from)) = stack.last() {
+            let part = *parts.get(part_idx).ok_or(Error::InvalidArgument(
+                "assembly: internal part index out of range",
+            ))?;
+            let Some((k, callee)) = self.next_reference(&part, from, &insns)? else {
+                stack.pop();
+                continue;
+            };
+            if let Some(frame) = stack.last_mut() {
+                frame.1 = k + 1;
+            }
+            let callee_start = match parts.iter().find(|p| p.program == callee) {
+                Some(p) => p.start,
+                None => {
+                    let start = u32::try_from(insns.len()).map_err(|_| Error::Limit {
+                        what: "instructions in an assembled program",
+                        limit: u32::MAX as usize,
+                    })?;
+                    self.copy_code(&callee, &mut insns)?;
+                    fallible::push(&mut parts, Part { program: callee, start })?;
+                    fallible::push(&mut stack, (parts.len() - 1, 0))?;
+                    start
+                }
+            };
+            let at = part.start + k;
+            let imm = i64::from(callee_start) - i64::from(at) - 1;
+            let imm = i32::try_from(imm).map_err(|_| Error::Limit {
+                what: "call offset in an assembled program",
+                limit: i32::MAX as usize,
+            })?;
+            let insn = insns.get_mut(at as usize).ok_or(Error::InvalidArgument(
+                "assembly: internal instruction index out of range",
+            ))?;
+            insn.imm = imm;
+            if insn.code == LD_IMM64 {
+                insn.src_reg = PSEUDO_FUNC;
+            }
+        }
+        let (func_info, line_info) = self.ext_info(&parts)?;
+        Ok(AssembledProgram {
+            program: *main,
+            core_relos: self.core_relos(&parts)?,
+            relocations: self.loader_relocations(&parts)?,
+            insns,
+            parts,
+            func_info,
+            line_info,
+        })
+    }
+
+    /// From instruction `from` of `part` on, the first call or callback address and the
+    /// subprogram it points at (libbpf's `bpf_object__reloc_code` loop body).
+    fn next_reference(
+        &mut self,
+        part: &Part<'a>,
+        from: u32,
+        insns: &[Insn],
+    ) -> Result<Option<(u32, Program<'a>)>> {
+        let section = part.program.section_index;
+        for k in from..part.insn_count() {
+            let Some(insn) = insns.get((part.start + k) as usize).copied() else {
+                break;
+            };
+            let section_insn = part.section_insn() + k;
+            let at = u64::from(section_insn) * INSN_SIZE as u64;
+            let is_func_addr_form = insn.code == LD_IMM64 && insn.src_reg == PSEUDO_FUNC;
+            let reference = if is_subprog_call(&insn) || insn.code == LD_IMM64 {
+                self.reference(section, section_insn)?
+            } else {
+                None
+            };
+            let target = match reference {
+                // A relocation the loader resolves (a kfunc call, a map load): not code.
+                Some(None) => continue,
+                Some(Some(Target::Call { sym_off })) if is_subprog_call(&insn) => {
+                    (sym_off / INSN_SIZE as u64) as i64 + i64::from(insn.imm) + 1
+                }
+                Some(Some(Target::FuncAddr { sym_off })) => {
+                    (sym_off as i64 + i64::from(insn.imm)) / INSN_SIZE as i64
+                }
+                Some(Some(Target::Call { .. })) => continue,
+                None if is_func_addr_form => {
+                    return Err(bad(
+                        "function address load without a relocation",
+                        section,
+                        at,
+                    ));
+                }
+                // A call within the section needs no relocation: `imm` is relative.
+                None if is_subprog_call(&insn) => {
+                    i64::from(section_insn) + i64::from(insn.imm) + 1
+                }
+                None => continue,
+            };
+            let callee = u32::try_from(target)
+                .ok()
+                .and_then(|t| t.checked_mul(INSN_SIZE as u32))
+                .zip(self.text)
+                .and_then(|(off, text)| self.obj.program_in(text, off))
+                .copied()
+                .ok_or(bad(
+                    "call or function address points outside every .text function",
+                    section,
+                    at,
+                ))?;
+            return Ok(Some((k, callee)));
+        }
+        Ok(None)
+    }
+
+    /// The loader's relocations of every part, moved to the assembled program.
+    fn loader_relocations(&mut self, parts: &[Part<'a>]) -> Result<Vec<PlacedRelocation<'a>>> {
+        let mut out = Vec::new();
+        for part in parts {
+            let section = part.program.section_index;
+            let relocations = self.section_relocations(section)?;
+            let first = relocations.partition_point(|r| r.offset < part.program.offset);
+            let mut picked: Vec<Relocation<'a>> = Vec::new();
+            for rel in relocations.get(first..).unwrap_or_default() {
+                if !part.program.contains(rel.offset) {
+                    break;
+                }
+                fallible::push(&mut picked, *rel)?;
+            }
+            for rel in picked {
+                if self.classify(section, &rel)?.is_none() {
+                    let k = (rel.offset - part.program.offset) / INSN_SIZE as u32;
+                    fallible::push(
+                        &mut out,
+                        PlacedRelocation {
+                            insn: part.start + k,
+                            relocation: rel,
+                        },
+                    )?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// func_info and line_info of the assembled program (libbpf's
+    /// `reloc_prog_func_and_line_info`, called for each part in append order).
+    fn ext_info(&self, parts: &[Part<'a>]) -> Result<(Vec<FuncInfo>, Vec<LineInfo>)> {
+        let (Some(ext), Some(btf)) = (self.obj.btf_ext(), self.btf) else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let func_info = self.info(
+            ext.func_info(),
+            btf,
+            parts,
+            |f| &mut f.insn_off,
+            "subprogram has no func_info while its entry point has",
+        )?;
+        let line_info = self.info(
+            ext.line_info(),
+            btf,
+            parts,
+            |l| &mut l.insn_off,
+            "subprogram has no line_info while its entry point has",
+        )?;
+        Ok((func_info, line_info))
+    }
+
+    /// One kind of ext info for all parts: none at all when the entry point has none, an error
+    /// when it has some and a subprogram has none.
+    fn info<T: ExtRecord>(
+        &self,
+        info: ExtInfo<'a, T>,
+        btf: &Btf<'a>,
+        parts: &[Part<'a>],
+        insn_off: fn(&mut T) -> &mut u32,
+        missing: &'static str,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let found = self.part_info(info, btf, part, insn_off, &mut out)?;
+            if !found {
+                if i == 0 {
+                    return Ok(Vec::new());
+                }
+                return Err(bad(
+                    missing,
+                    part.program.section_index,
+                    u64::from(part.program.offset),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Append `part`'s records of `info` to `out`, offsets converted to instructions of the
+    /// assembled program. Only the first group naming the part's section counts, as in libbpf.
+    /// `false` when there are none.
+    fn part_info<T: ExtRecord>(
+        &self,
+        info: ExtInfo<'a, T>,
+        btf: &Btf<'a>,
+        part: &Part<'a>,
+        insn_off: fn(&mut T) -> &mut u32,
+        out: &mut Vec<T>,
+    ) -> Result<bool> {
+        for group in self.obj.ext_sections(info, btf) {
+            let group = group?;
+            if group.section.map(|s| s.index) != Some(part.program.section_index) {
+                continue;
+            }
+            let (first, end) = (part.section_insn(), part.section_insn() + part.insn_count());
+            let mut found = false;
+            for (index, mut record) in group.records.indexed() {
+                let insn = *insn_off(&mut record) / INSN_SIZE as u32;
+                if insn >= end {
+                    break;
+                }
+                if insn < first {
+                    if found {
+                        return Err(Error::BadBtfExt {
+                            reason: "func_info or line_info records not sorted by instruction",
+                            offset: group.records.record_offset(index as usize),
+                        });
+                    }
+                    continue;
+                }
+                *insn_off(&mut record) = insn - first + part.start;
+                fallible::push(out, record)?;
+                found = true;
+            }
+            return Ok(found);
+        }
+        Ok(false)
+    }
+
+    /// The CO-RE records of every part, sorted by instruction.
+    fn core_relos(&self, parts: &[Part<'a>]) -> Result<Vec<PlacedCoreRelo<'a>>> {
+        let mut out = Vec::new();
+        let Some(btf) = self.btf else {
+            return Ok(out);
+        };
+        for part in parts {
+            for group in self.obj.core_relo_sections(btf) {
+                let group = group?;
+                if group.section.map(|s| s.index) != Some(part.program.section_index) {
+                    continue;
+                }
+                for (relo, rec) in group.records.indexed() {
+                    if rec.insn_off as usize % INSN_SIZE != 0 {
+                        return Err(Error::BadBtfExt {
+                            reason: "core_relo instruction offset not a multiple of 8",
+                            offset: group.records.record_offset(relo as usize),
+                        });
+                    }
+                    if !part.program.contains(rec.insn_off) {
+                        continue;
+                    }
+                    fallible::push(&mut out, placed(part, group.name, relo, &rec)?)?;
+                }
+            }
+        }
+        out.sort_by_key(|r| r.insn_off);
+        Ok(out)
+    }
+}
+
+/// `rec` of `part`, moved to the assembled program.
+fn placed<'a>(part: &Part<'a>, section: &'a str, relo: u32, rec: &CoreRelo) -> Result<PlacedCoreRelo<'a>> {
+    let k = (rec.insn_off - part.program.offset) / INSN_SIZE as u32;
+    let insn_off = (part.start + k)
+        .checked_mul(INSN_SIZE as u32)
+        .ok_or(Error::Limit {
+            what: "CO-RE record byte offset in an assembled program",
+            limit: u32::MAX as usize,
+        })?;
+    Ok(PlacedCoreRelo {
+        insn_off,
+        type_id: rec.type_id,
+        access_str_off: rec.access_str_off,
+        kind: rec.kind,
+        section,
+        relo,
+        section_insn: rec.insn_off / INSN_SIZE as u32,
+    })
+}
+
+/// The object's `.BTF`, made loadable with `BPF_BTF_LOAD` as libbpf makes it (its
+/// `btf_fixup_datasec`): every DATASEC but `.kconfig` and `.ksyms` whose size is 0 gets its ELF
+/// section's size and its variables' offsets from their ELF symbols; variables whose symbol is
+/// hidden become static; each DATASEC's variables are sorted by offset. Type ids and string
+/// offsets do not change, so func_info, line_info and CO-RE records stay valid.
+pub fn loadable_btf(obj: &BpfObject<'_>) -> Result<Vec<u8>> {
+    let raw = obj.btf_bytes().ok_or(Error::MissingSection(".BTF"))?;
+    let btf = Btf::parse(raw)?;
+    let endian = btf.endian();
+    let word = |at: usize| {
+        raw.get(at..)
+            .and_then(|r| r.first_chunk::<4>())
+            .map(|b| endian.read_u32(*b) as usize)
+            .ok_or(Error::Truncated {
+                what: "BTF header",
+                offset: at,
+            })
+    };
+    // Validated by `Btf::parse`: the type section starts at hdr_len + type_off.
+    let types_start = word(4)?.checked_add(word(8)?).ok_or(Error::BadHeader(
+        "type section offset overflows",
+    ))?;
+    let mut records: Vec<usize> = fallible::vec_with_capacity(btf.type_cnt() as usize)?;
+    records.push(0); // id 0 (void) has no record
+    let mut pos = types_start;
+    for ty in btf.types() {
+        let ty = ty?;
+        records.push(pos);
+        pos = pos.checked_add(record_len(&ty)).ok_or(Error::BadHeader(
+            "type section offset overflows",
+        ))?;
+    }
+    let mut out = fallible::to_vec(raw)?;
+    let mut fixer = DatasecFixer {
+        obj,
+        btf: &btf,
+        records: &records,
+        out: &mut out,
+    };
+    for ty in btf.types() {
+        let ty = ty?;
+        if let TypeKind::Datasec(ds) = ty.kind {
+            fixer.fix(ty.id, ty.name_off, ds.size, ds.len())?;
+        }
+    }
+    Ok(out)
+}
+
+/// Length in bytes of a type's record: the common header plus its kind's trailing data.
+fn record_len(ty: &Type<'_>) -> usize {
+    TYPE_HEADER
+        + match &ty.kind {
+            TypeKind::Int { .. } | TypeKind::Var { .. } | TypeKind::DeclTag { .. } => 4,
+            TypeKind::Array(_) => 12,
+            TypeKind::Struct(c) | TypeKind::Union(c) => c.len() * 12,
+            TypeKind::Enum(e) => e.len() * 8,
+            TypeKind::Enum64(e) => e.len() * 12,
+            TypeKind::FuncProto(p) => p.len() * 8,
+            TypeKind::Datasec(d) => d.len() * VAR_SECINFO,
+            _ => 0,
+        }
+}
+
+/// In-place DATASEC fixing of a copy of `.BTF`.
+struct DatasecFixer<'f, 'a> {
+    obj: &'f BpfObject<'a>,
+    btf: &'f Btf<'a>,
+    /// Byte offset of each type's record, by id.
+    records: &'f [usize],
+    out: &'f mut Vec<u8>,
+}
+
+impl DatasecFixer<'_, '_> {
+    fn read(&self, at: usize) -> Result<u32> {
+        self.out
+            .get(at..)
+            .and_then(|r| r.first_chunk::<4>())
+            .map(|b| self.btf.endian().read_u32(*b))
+            .ok_or(Error::Truncated {
+                what: "BTF type record",
+                offset: at,
+            })
+    }
+
+    fn write(&mut self, at: usize, value: u32) -> Result<()> {
+        let bytes = self.btf.endian().write_u32(value);
+        let slot = self
+            .out
+            .get_mut(at..)
+            .and_then(|r| r.first_chunk_mut::<4>())
+            .ok_or(Error::Truncated {
+                what: "BTF type record",
+                offset: at,
+            })?;
+        *slot = bytes;
+        Ok(())
+    }
+
+    fn record(&self, id: u32) -> Result<usize> {
+        self.records.get(id as usize).copied().ok_or(Error::NoSuchType(id))
+    }
+
+    fn fix(&mut self, id: u32, name_off: u32, size: u32, vars: usize) -> Result<()> {
+        let name = self.btf.name(name_off)?;
+        let record = self.record(id)?;
+        let secinfo = |i: usize| record + TYPE_HEADER + i * VAR_SECINFO;
+        let fill = size == 0;
+        if name != ".kconfig" && name != ".ksyms" {
+            if fill {
+                let size = self.section_size(name).ok_or(Error::BadType {
+                    id,
+                    reason: "DATASEC has size 0 and no ELF section of its name to take it from",
+                })?;
+                self.write(record + 8, size)?;
+            }
+            for i in 0..vars {
+                let var_id = self.read(secinfo(i))?;
+                let var = self.btf.type_by_id(var_id)?;
+                let TypeKind::Var { linkage, .. } = var.kind else {
+                    return Err(Error::BadType {
+                        id,
+                        reason: "DATASEC entry is not a VAR",
+                    });
+                };
+                if linkage == VAR_STATIC || linkage == VAR_EXTERN {
+                    continue;
+                }
+                let var_name = self.btf.name(var.name_off)?;
+                let (value, hidden) = self.var_symbol(var_name).ok_or(Error::BadType {
+                    id: var_id,
+                    reason: "no global ELF object symbol for the VAR",
+                })?;
+                if fill {
+                    let value = u32::try_from(value).map_err(|_| Error::BadType {
+                        id: var_id,
+                        reason: "ELF symbol offset does not fit 32 bits",
+                    })?;
+                    self.write(secinfo(i) + 4, value)?;
+                }
+                if hidden {
+                    let var_record = self.record(var_id)?;
+                    self.write(var_record + TYPE_HEADER, VAR_STATIC)?;
+                }
+            }
+        }
+        let mut entries: Vec<[u32; 3]> = fallible::vec_with_capacity(vars)?;
+        for i in 0..vars {
+            let at = secinfo(i);
+            entries.push([self.read(at)?, self.read(at + 4)?, self.read(at + 8)?]);
+        }
+        entries.sort_by_key(|e| e[1]);
+        for (i, entry) in entries.iter().enumerate() {
+            for (w, value) in entry.iter().enumerate() {
+                self.write(secinfo(i) + 4 * w, *value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Size of the ELF section `name`, when it exists, is not empty and fits 32 bits.
+    fn section_size(&self, name: &str) -> Option<u32> {
+        let endian = self.obj.endian;
+        let (_, sh) = self
+            .obj
+            .elf_sections
+            .section_by_name(endian, name.as_bytes())?;
+        u32::try_from(sh.sh_size(endian)).ok().filter(|&s| s != 0)
+    }
+
+    /// Value of the first global or weak `STT_OBJECT` symbol named `name`, and whether its
+    /// visibility is hidden or internal.
+    fn var_symbol(&self, name: &str) -> Option<(u64, bool)> {
+        let endian = self.obj.endian;
+        let symbols = &self.obj.symbols;
+        symbols.iter().find_map(|sym| {
+            let bind = sym.st_bind();
+            let wanted = sym.st_type() == elf::STT_OBJECT
+                && (bind == elf::STB_GLOBAL || bind == elf::STB_WEAK)
+                && symbols.symbol_name(endian, sym).ok() == Some(name.as_bytes());
+            let visibility = sym.st_visibility();
+            let hidden = visibility == elf::STV_HIDDEN || visibility == elf::STV_INTERNAL;
+            wanted.then(|| (sym.st_value(endian), hidden))
+        })
+    }
+}
