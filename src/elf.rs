@@ -9,8 +9,12 @@ use object::{Object, ObjectSection};
 /// `None` when it has no such section.
 pub fn section_data<'a>(data: &'a [u8], name: &str) -> Result<Option<&'a [u8]>> {
     match object::FileKind::parse(data).map_err(|_| Error::BadElf("not an ELF file"))? {
-        object::FileKind::Elf64 => find::<object::elf::FileHeader64<object::Endianness>>(data, name),
-        object::FileKind::Elf32 => find::<object::elf::FileHeader32<object::Endianness>>(data, name),
+        object::FileKind::Elf64 => {
+            find::<object::elf::FileHeader64<object::Endianness>>(data, name)
+        }
+        object::FileKind::Elf32 => {
+            find::<object::elf::FileHeader32<object::Endianness>>(data, name)
+        }
         _ => Err(Error::BadElf("not an ELF file")),
     }
 }
@@ -29,4 +33,3 @@ fn find<'a, H: FileHeader<Endian = object::Endianness>>(
         None => Ok(None),
     }
 }
-

@@ -99,7 +99,11 @@ impl fmt::Display for Error {
             Error::NoSuchType(id) => write!(f, "no BTF type with id {id}"),
             Error::Limit { what, limit } => write!(f, "limit exceeded: {what} (limit {limit})"),
             Error::BadElf(why) => write!(f, "invalid BPF ELF object: {why}"),
-            Error::BadElfSection { reason, section, offset } => write!(
+            Error::BadElfSection {
+                reason,
+                section,
+                offset,
+            } => write!(
                 f,
                 "invalid BPF ELF object: section #{section} at byte offset {offset}: {reason}"
             ),
@@ -110,7 +114,11 @@ impl fmt::Display for Error {
             Error::BadRelocation { relo, reason } => {
                 write!(f, "CO-RE relocation #{relo}: {reason}")
             }
-            Error::AmbiguousRelocation { relo, first, second } => write!(
+            Error::AmbiguousRelocation {
+                relo,
+                first,
+                second,
+            } => write!(
                 f,
                 "CO-RE relocation #{relo}: candidates [{first}] and [{second}] match but disagree"
             ),

@@ -42,13 +42,6 @@ pub fn to_string(s: &str) -> Result<String> {
     Ok(out)
 }
 
-/// Append to a string, reserving fallibly first.
-pub fn push_str(out: &mut String, s: &str) -> Result<()> {
-    out.try_reserve(s.len())?;
-    out.push_str(s);
-    Ok(())
-}
-
 /// A `core::fmt::Write` sink over a `String` that reserves fallibly and remembers whether an
 /// allocation failed, so `write!` into it never aborts.
 pub struct StringSink<'a> {
@@ -64,7 +57,11 @@ impl<'a> StringSink<'a> {
 
     /// `Ok` unless a write ran out of memory.
     pub fn finish(self) -> Result<()> {
-        if self.failed { Err(Error::OutOfMemory) } else { Ok(()) }
+        if self.failed {
+            Err(Error::OutOfMemory)
+        } else {
+            Ok(())
+        }
     }
 }
 

@@ -18,13 +18,13 @@ extern crate std;
 
 pub mod btf;
 pub mod core;
-pub mod minimize;
-pub mod object;
 mod elf;
 pub mod error;
 mod fallible;
 #[cfg(feature = "ffi")]
 #[allow(unsafe_code)]
 pub mod ffi;
+pub mod minimize;
+pub mod object;
 
 pub use error::{Error, Result};

@@ -396,26 +396,36 @@ fn cases(l: &Layout) -> Vec<Case<'_>> {
         row("hdr_len 0", Header("header length"), |b| set_u32(b, 4, 0)),
         // The 4 bytes after a 24-byte header are the first type's (non-zero) name offset.
         row("longer header, non-zero tail", Header("tail"), |b| set_u32(b, 4, 28)),
-        row("type_off past end", Header("past end"), move |b| set_u32(b, 8, type_len + str_len)),
-        row("type_off u32::MAX", Header("past end"), |b| set_u32(b, 8, 0xffff_fffc)),
-        row("type_len past end", Header("past end"), move |b| set_u32(b, 12, type_len + str_len + 4)),
-        row("type_len u32::MAX", Header("past end"), |b| set_u32(b, 12, u32::MAX)),
-        row("str_off past end", Header("past end"), move |b| set_u32(b, 16, type_len + str_len)),
+        row("type_off past end", Header("right after the header"), move |b| set_u32(b, 8, type_len + str_len)),
+        row("type_off u32::MAX", Header("right after the header"), |b| set_u32(b, 8, 0xffff_fffc)),
+        row("type_len past end", Header("does not follow"), move |b| set_u32(b, 12, type_len + str_len + 4)),
+        row("type_len u32::MAX", Header("does not follow"), |b| set_u32(b, 12, u32::MAX)),
+        row("str_off past end", Header("does not follow"), move |b| set_u32(b, 16, type_len + str_len)),
         row("str_len one too long", Header("past end"), move |b| set_u32(b, 20, str_len + 1)),
-        row("str_off + str_len overflows u32", Header("past end"), |b| {
+        row("str_off + str_len overflows u32", Header("does not follow"), |b| {
             set_u32(b, 16, 0xffff_fff0);
             set_u32(b, 20, 0x20);
         }),
-        row("sections overlap", Header("overlap"), move |b| set_u32(b, 16, type_len - 8)),
-        row("string section inside type section", Header("overlap"), |b| {
+        row("sections overlap", Header("does not follow"), move |b| set_u32(b, 16, type_len - 8)),
+        row("string section inside type section", Header("does not follow"), |b| {
             set_u32(b, 16, 4);
             set_u32(b, 20, 8);
         }),
-        row("type section misaligned", Header("aligned"), move |b| {
+        row("type section misaligned", Header("right after the header"), move |b| {
             set_u32(b, 8, 2);
             set_u32(b, 12, type_len - 4);
         }),
-        row("empty string section", Header("empty"), |b| set_u32(b, 20, 0)),
+        row("empty string section", Header("data after"), |b| set_u32(b, 20, 0)),
+        // The kernel and libbpf want the sections back to back, types first, nothing after.
+        row("gap between sections", Header("does not follow"), move |b| {
+            set_u32(b, 16, type_len + 4);
+            set_u32(b, 20, str_len - 4);
+        }),
+        row("trailing bytes after strings", Header("data after"), move |b| set_u32(b, 20, str_len - 4)),
+        row("strings before types", Header("right after the header"), move |b| {
+            set_u32(b, 8, str_len);
+            set_u32(b, 16, 0);
+        }),
         // --- strings ---
         row("string section does not start with NUL", BadString(0), |b| b[l.str_start()] = b'x'),
         row("string section not NUL-terminated", BadString(str_len - 1), |b| *b.last_mut().unwrap() = b'x'),
@@ -434,8 +444,12 @@ fn cases(l: &Layout) -> Vec<Case<'_>> {
         row("enum vlen 0xffff", Truncated(at(ENUM)), |b| set_vlen(b, l, ENUM, 0xffff)),
         row("datasec vlen 0xffff", Truncated(at(DATASEC)), |b| set_vlen(b, l, DATASEC, 0xffff)),
         row("last type's vlen one too many", Truncated(at(BITS)), |b| set_vlen(b, l, BITS, 3)),
-        row("type section ends mid-record", Truncated(at(BITS)), move |b| set_u32(b, 12, type_len - 4)),
-        row("type section ends mid-header", Truncated(at(BITS)), move |b| set_u32(b, 12, at(BITS) as u32 + 6)),
+        // A shorter type_len leaves a gap before the strings (records cut mid-way are covered by
+        // type_section_cut_at_every_offset, which re-assembles a consistent header).
+        row("type section ends mid-record", Header("does not follow"), move |b| set_u32(b, 12, type_len - 4)),
+        row("type section ends mid-header", Header("does not follow"), move |b| {
+            set_u32(b, 12, at(BITS) as u32 + 6)
+        }),
         // The struct swallows the next record (the PTR), whose info word becomes a member type.
         row("struct vlen one too many", BadType(NODE), |b| set_vlen(b, l, NODE, 4)),
         // --- references ---
@@ -448,6 +462,20 @@ fn cases(l: &Layout) -> Vec<Case<'_>> {
         row("datasec var missing", BadType(DATASEC), move |b| set_u32(b, w(DATASEC, 3), 99)),
         row("decl tag target missing", BadType(DECL_TAG), move |b| set_u32(b, w(DECL_TAG, 2), 99)),
         row("typedef to a missing type", BadType(TYPEDEF_INNER), move |b| set_u32(b, w(TYPEDEF_INNER, 2), 0xf_ffff)),
+        // --- fields the kernel requires to be zero or in range ---
+        // (a PTR's vlen would make it swallow nothing, so only the flag rows use PTR records)
+        row("vlen on a pointer", BadType(PTR), |b| set_vlen(b, l, PTR, 1)),
+        row("kind_flag on a pointer", BadType(PTR), move |b| {
+            let info = get_u32(b, w(PTR, 1));
+            set_u32(b, w(PTR, 1), info | 1 << 31)
+        }),
+        row("func linkage 3", BadType(FUNC), |b| set_vlen(b, l, FUNC, 3)),
+        row("var linkage 3", BadType(VAR), move |b| set_u32(b, w(VAR, 3), 3)),
+        row("int with unused bits", BadType(INT), move |b| {
+            let data = get_u32(b, w(INT, 3));
+            set_u32(b, w(INT, 3), data | 1 << 28)
+        }),
+        row("func of a non-proto", BadType(FUNC), move |b| set_u32(b, w(FUNC, 2), INT)),
         // --- cycles not through a pointer ---
         row("typedef cycle A->B->A", BadTypeIn(&[TYPEDEF_OUTER, TYPEDEF_INNER]),
             move |b| set_u32(b, w(TYPEDEF_INNER, 2), TYPEDEF_OUTER)),

@@ -27,7 +27,10 @@ fn vmlinux_parses_and_round_trips() {
     assert_eq!(again.type_cnt(), btf.type_cnt());
     for id in 1..btf.type_cnt() {
         let (a, b) = (btf.type_by_id(id).unwrap(), again.type_by_id(id).unwrap());
-        assert_eq!(btf.name(a.name_off).unwrap(), again.name(b.name_off).unwrap());
+        assert_eq!(
+            btf.name(a.name_off).unwrap(),
+            again.name(b.name_off).unwrap()
+        );
         assert_eq!(a.kind(), b.kind());
     }
 }

@@ -44,25 +44,38 @@ fn sweep(what: &str, dense: Option<u64>, f: &dyn Fn() -> Result<Output>) -> u64 
     let check_run = |n: u64| {
         let before = live();
         let (result, used) = run_failing(n, || catch_unwind(AssertUnwindSafe(f)));
-        let result = result.unwrap_or_else(|_| panic!("{what}: panicked with allocation #{n} failing"));
+        let result =
+            result.unwrap_or_else(|_| panic!("{what}: panicked with allocation #{n} failing"));
         if n <= total {
             assert_eq!(
                 result.as_ref().err(),
                 Some(&Error::OutOfMemory),
                 "{what}: allocation #{n} of {total} failed but the result was not OutOfMemory"
             );
-            assert!(used.allocations >= n, "{what}: #{n}: fewer allocations than the failing one");
+            assert!(
+                used.allocations >= n,
+                "{what}: #{n}: fewer allocations than the failing one"
+            );
         } else {
-            assert_eq!(&result, &expected, "{what}: run past the last allocation differs");
+            assert_eq!(
+                &result, &expected,
+                "{what}: run past the last allocation differs"
+            );
         }
         drop(result);
-        assert_eq!(live(), before, "{what}: allocation #{n} failing leaked (blocks, bytes)");
+        assert_eq!(
+            live(),
+            before,
+            "{what}: allocation #{n} failing leaked (blocks, bytes)"
+        );
     };
     match dense {
         None => (1..=total + 1).for_each(check_run),
         Some(dense) => {
             (1..=dense.min(total)).for_each(check_run);
-            (dense + 1..=total).step_by(STRIDE as usize).for_each(check_run);
+            (dense + 1..=total)
+                .step_by(STRIDE as usize)
+                .for_each(check_run);
             check_run(total);
             check_run(total + 1);
         }
@@ -77,7 +90,11 @@ fn allocator_fails_exactly_the_chosen_allocation() {
         let mut a: Vec<u8> = Vec::new();
         let mut b: Vec<u8> = Vec::new();
         let mut c: Vec<u8> = Vec::new();
-        (a.try_reserve(8).is_ok(), b.try_reserve(16).is_ok(), c.try_reserve(32).is_ok())
+        (
+            a.try_reserve(8).is_ok(),
+            b.try_reserve(16).is_ok(),
+            c.try_reserve(32).is_ok(),
+        )
     });
     assert_eq!(result, (true, false, true));
     assert_eq!(usage.allocations, 3);
@@ -97,14 +114,20 @@ fn every_allocation_of_every_manifest_pair_can_fail() {
         let target = read(&pair.target);
         let base = pair.base.as_deref().map(read);
         let mode = match &base {
-            Some(base) => TargetMode::SplitMain { base, split: &target },
+            Some(base) => TargetMode::SplitMain {
+                base,
+                split: &target,
+            },
             None => TargetMode::Main(&target),
         };
         let what = format!("{} on {}", pair.object, pair.target);
         let total = sweep(&what, None, &|| pipeline(mode, &[&object]));
         counts.push((what, total));
     }
-    assert!(counts.len() >= 15, "manifest has too few committed pairs: {counts:?}");
+    assert!(
+        counts.len() >= 15,
+        "manifest has too few committed pairs: {counts:?}"
+    );
     eprintln!("allocations per pipeline run: {counts:?}");
 }
 
@@ -114,13 +137,25 @@ fn module_targets_and_several_objects() {
     let module = read("targets/module.btf");
     let object = read("progs/module.bpf.o");
     sweep("module.bpf.o with --module-btf", None, &|| {
-        pipeline(TargetMode::Module { base: &base, module: &module }, &[&object])
+        pipeline(
+            TargetMode::Module {
+                base: &base,
+                module: &module,
+            },
+            &[&object],
+        )
     });
 
     let target = read("targets/btf__fields.btf");
-    let objects = [read("progs/fields.bpf.o"), read("progs/fields.bpfeb.o"), read("progs/types.bpf.o")];
+    let objects = [
+        read("progs/fields.bpf.o"),
+        read("progs/fields.bpfeb.o"),
+        read("progs/types.bpf.o"),
+    ];
     let objects: Vec<&[u8]> = objects.iter().map(Vec::as_slice).collect();
-    sweep("three objects on btf__fields", None, &|| pipeline(TargetMode::Main(&target), &objects));
+    sweep("three objects on btf__fields", None, &|| {
+        pipeline(TargetMode::Main(&target), &objects)
+    });
 }
 
 #[test]
@@ -176,7 +211,10 @@ fn huge_announced_sizes_fail_fast_without_allocating() {
     // Header: a 1 GiB type section and a 1 GiB string section, neither present.
     let blob = btf_header(1 << 30, 1 << 30, b"\0");
     let (result, usage) = measure(|| Btf::parse(&blob).map(|b| b.type_cnt()));
-    assert_eq!(result, Err(Error::BadHeader("section extends past end of data")));
+    assert_eq!(
+        result,
+        Err(Error::BadHeader("section extends past end of data"))
+    );
     assert_small("1 GiB sections", usage, blob.len());
 
     // A struct announcing 65535 members (the largest vlen), none present.
@@ -184,7 +222,13 @@ fn huge_announced_sizes_fail_fast_without_allocating() {
     body.extend_from_slice(b"\0a\0");
     let blob = btf_header(12, 3, &body);
     let (result, usage) = measure(|| Btf::parse(&blob).map(|b| b.type_cnt()));
-    assert_eq!(result, Err(Error::Truncated { what: "BTF type record", offset: 0 }));
+    assert_eq!(
+        result,
+        Err(Error::Truncated {
+            what: "BTF type record",
+            offset: 0
+        })
+    );
     assert_small("vlen 65535", usage, blob.len());
 
     // A name offset far past the string section.
@@ -195,7 +239,13 @@ fn huge_announced_sizes_fail_fast_without_allocating() {
     body.extend_from_slice(b"\0");
     let blob = btf_header(16, 1, &body);
     let (result, usage) = measure(|| Btf::parse(&blob).map(|b| b.type_cnt()));
-    assert_eq!(result, Err(Error::BadType { id: 1, reason: "name offset out of range" }));
+    assert_eq!(
+        result,
+        Err(Error::BadType {
+            id: 1,
+            reason: "name offset out of range"
+        })
+    );
     assert_small("huge name offset", usage, blob.len());
 
     // .BTF.ext announcing 1 GiB of func_info and u32::MAX records in a group.
@@ -229,7 +279,9 @@ fn corrupt_object_section_sizes_allocate_nothing_big() {
         let at = shoff + index * 64 + 0x20;
         data[at..at + 8].copy_from_slice(&(1u64 << 30).to_le_bytes());
         let (_, usage) = measure(|| {
-            let Ok(obj) = BpfObject::parse(&data) else { return };
+            let Ok(obj) = BpfObject::parse(&data) else {
+                return;
+            };
             for s in obj.sections() {
                 let _ = obj.relocations(s.index);
             }
@@ -239,6 +291,10 @@ fn corrupt_object_section_sizes_allocate_nothing_big() {
                 }
             }
         });
-        assert_small(&format!("section #{index} sh_size 1 GiB"), usage, data.len());
+        assert_small(
+            &format!("section #{index} sh_size 1 GiB"),
+            usage,
+            data.len(),
+        );
     }
 }

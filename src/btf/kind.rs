@@ -143,7 +143,15 @@ impl Kind {
         use Kind::*;
         matches!(
             self,
-            Ptr | Typedef | Volatile | Const | Restrict | Func | FuncProto | Var | DeclTag | TypeTag
+            Ptr | Typedef
+                | Volatile
+                | Const
+                | Restrict
+                | Func
+                | FuncProto
+                | Var
+                | DeclTag
+                | TypeTag
         )
     }
 

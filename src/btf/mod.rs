@@ -104,7 +104,11 @@ impl<'a> Btf<'a> {
         if id < self.start_id {
             return match self.base {
                 Some(base) => base.type_by_id(id),
-                None => Ok(Type { id: 0, name_off: 0, kind: TypeKind::Void }),
+                None => Ok(Type {
+                    id: 0,
+                    name_off: 0,
+                    kind: TypeKind::Void,
+                }),
             };
         }
         let index = (id - self.start_id) as usize;
@@ -127,6 +131,17 @@ impl<'a> Btf<'a> {
         Ok((word(0), Kind::from_raw((word(4) >> 24) & 0x1f)))
     }
 
+    /// Word `word` of type `id`'s record (0 = name_off, 1 = info, 2 = size/type, 3.. = data),
+    /// for checks on raw fields the decoded view does not keep.
+    pub(crate) fn raw_word(&self, id: u32, word: usize) -> Result<u32> {
+        let index = id.checked_sub(self.start_id).ok_or(Error::NoSuchType(id))? as usize;
+        let offset = *self.offsets.get(index).ok_or(Error::NoSuchType(id))? as usize;
+        parse::read_u32(self.types, offset + 4 * word, self.endian).ok_or(Error::Truncated {
+            what: "BTF type record",
+            offset,
+        })
+    }
+
     /// The first two bytes of the string at `offset` (0 past its end): a cheap filter before
     /// comparing whole names.
     pub fn name_prefix(&self, offset: u32) -> [u8; 2] {
@@ -136,7 +151,11 @@ impl<'a> Btf<'a> {
         let bytes = self.strings.as_bytes();
         let at = (offset - self.start_str_off) as usize;
         let first = bytes.get(at).copied().unwrap_or(0);
-        let second = if first == 0 { 0 } else { bytes.get(at + 1).copied().unwrap_or(0) };
+        let second = if first == 0 {
+            0
+        } else {
+            bytes.get(at + 1).copied().unwrap_or(0)
+        };
         [first, second]
     }
 
@@ -145,17 +164,21 @@ impl<'a> Btf<'a> {
         if offset < self.start_str_off {
             return match self.base {
                 Some(base) => base.name(offset),
-                None => Err(Error::BadString { offset, reason: "offset out of range" }),
+                None => Err(Error::BadString {
+                    offset,
+                    reason: "offset out of range",
+                }),
             };
         }
         let local = (offset - self.start_str_off) as usize;
-        let rest = self
-            .strings
-            .get(local..)
-            .ok_or(Error::BadString { offset, reason: "offset out of range" })?;
-        let end = rest
-            .find('\0')
-            .ok_or(Error::BadString { offset, reason: "not NUL-terminated" })?;
+        let rest = self.strings.get(local..).ok_or(Error::BadString {
+            offset,
+            reason: "offset out of range",
+        })?;
+        let end = rest.find('\0').ok_or(Error::BadString {
+            offset,
+            reason: "not NUL-terminated",
+        })?;
         Ok(&rest[..end])
     }
 
@@ -166,12 +189,18 @@ impl<'a> Btf<'a> {
         if offset < self.start_str_off {
             return match self.base {
                 Some(base) => base.name_is_empty(offset),
-                None => Err(Error::BadString { offset, reason: "offset out of range" }),
+                None => Err(Error::BadString {
+                    offset,
+                    reason: "offset out of range",
+                }),
             };
         }
         let local = (offset - self.start_str_off) as usize;
         if !self.strings.is_char_boundary(local) || local >= self.strings.len() {
-            return Err(Error::BadString { offset, reason: "offset out of range" });
+            return Err(Error::BadString {
+                offset,
+                reason: "offset out of range",
+            });
         }
         Ok(self.strings.as_bytes()[local] == 0)
     }
@@ -207,14 +236,20 @@ impl<'a> Btf<'a> {
                 _ => return Ok(ty),
             }
         }
-        Err(Error::BadType { id, reason: "modifier/typedef chain loops" })
+        Err(Error::BadType {
+            id,
+            reason: "modifier/typedef chain loops",
+        })
     }
 
     /// The size in bytes of type `id`, exactly as libbpf's `btf__resolve_size`: through
     /// modifiers, typedefs, variables and tags; pointers have the target's pointer size; arrays
     /// multiply; at most [`MAX_RESOLVE_DEPTH`] steps, and sizes must fit in 32 bits.
     pub fn resolve_size(&self, id: u32) -> Result<u64> {
-        let too_big = Error::BadType { id, reason: "type size exceeds 4 GiB" };
+        let too_big = Error::BadType {
+            id,
+            reason: "type size exceeds 4 GiB",
+        };
         let mut id = id;
         let mut nelems: u32 = 1;
         for _ in 0..MAX_RESOLVE_DEPTH {
@@ -237,12 +272,20 @@ impl<'a> Btf<'a> {
                         id = next;
                         continue;
                     }
-                    _ => return Err(Error::BadType { id, reason: "type has no size" }),
+                    _ => {
+                        return Err(Error::BadType {
+                            id,
+                            reason: "type has no size",
+                        });
+                    }
                 },
             };
             return size.checked_mul(nelems).map(u64::from).ok_or(too_big);
         }
-        Err(Error::BadType { id, reason: "type has no size" })
+        Err(Error::BadType {
+            id,
+            reason: "type has no size",
+        })
     }
 
     /// Id of the integer type named like C's `long` (its own or its base's), if any.

@@ -36,7 +36,10 @@ pub(super) fn read_u32(data: &[u8], offset: usize, endian: Endianness) -> Option
 
 pub(super) fn parse_header(data: &[u8]) -> Result<Header> {
     if data.len() < MIN_HEADER_LEN {
-        return Err(Error::Truncated { what: "BTF header", offset: 0 });
+        return Err(Error::Truncated {
+            what: "BTF header",
+            offset: 0,
+        });
     }
     let endian = match [data[0], data[1]] {
         m if u16::from_le_bytes(m) == MAGIC => Endianness::Little,
@@ -67,20 +70,23 @@ pub(super) fn parse_header(data: &[u8]) -> Result<Header> {
         str_off: word(16),
         str_len: word(20),
     };
+    // The kernel wants the sections back to back with nothing after them, and libbpf wants
+    // the type section first: so types at 0, strings right after, and the blob ends there.
     let body = data.len() - hdr_len;
-    let type_end = header.type_off.checked_add(header.type_len);
-    let str_end = header.str_off.checked_add(header.str_len);
-    match (type_end, str_end) {
-        (Some(t), Some(s)) if t <= body && s <= body => {}
+    if header.type_off != 0 {
+        return Err(Error::BadHeader(
+            "type section does not start right after the header",
+        ));
+    }
+    if header.str_off != header.type_len {
+        return Err(Error::BadHeader(
+            "string section does not follow the type section",
+        ));
+    }
+    match header.str_off.checked_add(header.str_len) {
+        Some(end) if end == body => {}
+        Some(end) if end < body => return Err(Error::BadHeader("data after the string section")),
         _ => return Err(Error::BadHeader("section extends past end of data")),
-    }
-    if header.type_off % 4 != 0 {
-        return Err(Error::BadHeader("type section not 4-byte aligned"));
-    }
-    let overlaps = header.type_off < header.str_off + header.str_len
-        && header.str_off < header.type_off + header.type_len;
-    if overlaps && header.type_len > 0 && header.str_len > 0 {
-        return Err(Error::BadHeader("type and string sections overlap"));
     }
     Ok(header)
 }
@@ -90,7 +96,9 @@ pub(super) fn parse<'a>(data: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf
     if let Some(base) = base
         && base.endian() != header.endian
     {
-        return Err(Error::BadHeader("split BTF byte order differs from its base"));
+        return Err(Error::BadHeader(
+            "split BTF byte order differs from its base",
+        ));
     }
     let body = &data[header.hdr_len..];
     let types = &body[header.type_off..header.type_off + header.type_len];
@@ -101,7 +109,10 @@ pub(super) fn parse<'a>(data: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf
         None => (1, 0),
     };
     if u64::from(start_str_off) + strings.len() as u64 > u64::from(MAX_NAME_OFFSET) + 1 {
-        return Err(Error::Limit { what: "string section length", limit: MAX_NAME_OFFSET as usize });
+        return Err(Error::Limit {
+            what: "string section length",
+            limit: MAX_NAME_OFFSET as usize,
+        });
     }
     let offsets = index_types(types, header.endian, start_id)?;
     let mut btf = Btf {
@@ -128,7 +139,10 @@ fn check_strings(raw: &[u8], split: bool, file_offset: usize) -> Result<&str> {
         return Err(Error::BadHeader("empty string section"));
     }
     if !split && raw[0] != 0 {
-        return Err(Error::BadString { offset: 0, reason: "string section must start with NUL" });
+        return Err(Error::BadString {
+            offset: 0,
+            reason: "string section must start with NUL",
+        });
     }
     if raw[raw.len() - 1] != 0 {
         return Err(Error::BadString {
@@ -138,7 +152,11 @@ fn check_strings(raw: &[u8], split: bool, file_offset: usize) -> Result<&str> {
     }
     core::str::from_utf8(raw).map_err(|e| Error::BadString {
         offset: e.valid_up_to() as u32,
-        reason: if file_offset == 0 { "not UTF-8" } else { "string section is not UTF-8" },
+        reason: if file_offset == 0 {
+            "not UTF-8"
+        } else {
+            "string section is not UTF-8"
+        },
     })
 }
 
@@ -150,7 +168,10 @@ fn index_types(types: &[u8], endian: Endianness, start_id: u32) -> Result<alloc:
     let mut id = start_id;
     while pos < types.len() {
         if id > MAX_TYPE_ID {
-            return Err(Error::Limit { what: "type count", limit: MAX_TYPE_ID as usize });
+            return Err(Error::Limit {
+                what: "type count",
+                limit: MAX_TYPE_ID as usize,
+            });
         }
         let len = record_len(types, endian, pos, id)?;
         offsets.push(pos as u32);
@@ -163,12 +184,20 @@ fn index_types(types: &[u8], endian: Endianness, start_id: u32) -> Result<alloc:
 fn record_len(types: &[u8], endian: Endianness, pos: usize, id: u32) -> Result<usize> {
     let info = read_u32(types, pos + 4, endian)
         .filter(|_| pos + TYPE_HEADER_LEN <= types.len())
-        .ok_or(Error::Truncated { what: "BTF type header", offset: pos })?;
-    let kind = Kind::from_raw((info >> 24) & 0x1f)
-        .ok_or(Error::BadType { id, reason: "unknown kind" })?;
+        .ok_or(Error::Truncated {
+            what: "BTF type header",
+            offset: pos,
+        })?;
+    let kind = Kind::from_raw((info >> 24) & 0x1f).ok_or(Error::BadType {
+        id,
+        reason: "unknown kind",
+    })?;
     let len = TYPE_HEADER_LEN + kind.extra_len((info & 0xffff) as u16);
     if types.len() - pos < len {
-        return Err(Error::Truncated { what: "BTF type record", offset: pos });
+        return Err(Error::Truncated {
+            what: "BTF type record",
+            offset: pos,
+        });
     }
     Ok(len)
 }
@@ -182,8 +211,10 @@ pub(super) fn decode(types: &[u8], endian: Endianness, pos: usize, id: u32) -> R
     let size_or_type = word(2);
     let vlen = (info & 0xffff) as u16;
     let kind_flag = info >> 31 != 0;
-    let kind = Kind::from_raw((info >> 24) & 0x1f)
-        .ok_or(Error::BadType { id, reason: "unknown kind" })?;
+    let kind = Kind::from_raw((info >> 24) & 0x1f).ok_or(Error::BadType {
+        id,
+        reason: "unknown kind",
+    })?;
     let records = |record_len| Records {
         bytes: &types[pos + TYPE_HEADER_LEN..pos + len],
         endian,
@@ -205,22 +236,53 @@ pub(super) fn decode(types: &[u8], endian: Endianness, pos: usize, id: u32) -> R
             index_type: word(4),
             nelems: word(5),
         }),
-        Kind::Struct => TypeKind::Struct(Composite { size: size_or_type, kind_flag, records: records(12) }),
-        Kind::Union => TypeKind::Union(Composite { size: size_or_type, kind_flag, records: records(12) }),
-        Kind::Enum => TypeKind::Enum(Enum { size: size_or_type, signed: kind_flag, records: records(8) }),
-        Kind::Enum64 => TypeKind::Enum64(Enum { size: size_or_type, signed: kind_flag, records: records(12) }),
+        Kind::Struct => TypeKind::Struct(Composite {
+            size: size_or_type,
+            kind_flag,
+            records: records(12),
+        }),
+        Kind::Union => TypeKind::Union(Composite {
+            size: size_or_type,
+            kind_flag,
+            records: records(12),
+        }),
+        Kind::Enum => TypeKind::Enum(Enum {
+            size: size_or_type,
+            signed: kind_flag,
+            records: records(8),
+        }),
+        Kind::Enum64 => TypeKind::Enum64(Enum {
+            size: size_or_type,
+            signed: kind_flag,
+            records: records(12),
+        }),
         Kind::Fwd => TypeKind::Fwd { union: kind_flag },
         Kind::Typedef => TypeKind::Typedef(size_or_type),
         Kind::Volatile => TypeKind::Volatile(size_or_type),
         Kind::Const => TypeKind::Const(size_or_type),
         Kind::Restrict => TypeKind::Restrict(size_or_type),
         Kind::TypeTag => TypeKind::TypeTag(size_or_type),
-        Kind::Func => TypeKind::Func { proto: size_or_type, linkage: vlen },
-        Kind::FuncProto => TypeKind::FuncProto(FuncProto { return_type: size_or_type, records: records(8) }),
-        Kind::Var => TypeKind::Var { type_id: size_or_type, linkage: word(3) },
-        Kind::Datasec => TypeKind::Datasec(Datasec { size: size_or_type, records: records(12) }),
+        Kind::Func => TypeKind::Func {
+            proto: size_or_type,
+            linkage: vlen,
+        },
+        Kind::FuncProto => TypeKind::FuncProto(FuncProto {
+            return_type: size_or_type,
+            records: records(8),
+        }),
+        Kind::Var => TypeKind::Var {
+            type_id: size_or_type,
+            linkage: word(3),
+        },
+        Kind::Datasec => TypeKind::Datasec(Datasec {
+            size: size_or_type,
+            records: records(12),
+        }),
         Kind::Float => TypeKind::Float { size: size_or_type },
-        Kind::DeclTag => TypeKind::DeclTag { type_id: size_or_type, component_idx: word(3) as i32 },
+        Kind::DeclTag => TypeKind::DeclTag {
+            type_id: size_or_type,
+            component_idx: word(3) as i32,
+        },
     };
     Ok(Type { id, name_off, kind })
 }

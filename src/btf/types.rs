@@ -427,7 +427,10 @@ impl<'a> Type<'a> {
     /// Number of type references this type holds (see [`Type::referenced_id`]).
     pub fn referenced_count(&self) -> usize {
         match &self.kind {
-            TypeKind::Void | TypeKind::Int { .. } | TypeKind::Fwd { .. } | TypeKind::Float { .. } => 0,
+            TypeKind::Void
+            | TypeKind::Int { .. }
+            | TypeKind::Fwd { .. }
+            | TypeKind::Float { .. } => 0,
             TypeKind::Enum(_) | TypeKind::Enum64(_) => 0,
             TypeKind::Array(_) => 2,
             TypeKind::Struct(c) | TypeKind::Union(c) => c.len(),

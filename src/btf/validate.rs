@@ -28,6 +28,9 @@ const LONG_NAMES: [&str; 11] = [
 /// `long` (which fixes the pointer size), found on the way.
 pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
     let mut long_type = btf.base().and_then(|b| b.long_type_id());
+    // Cycle-search state per type; types without value edges start finished.
+    let mut colour: Vec<u8> =
+        fallible::vec_with_capacity((btf.type_cnt() - btf.start_id()) as usize)?;
     for id in btf.start_id()..btf.type_cnt() {
         let ty = btf.type_by_id(id)?;
         check_type(btf, &ty)?;
@@ -37,8 +40,13 @@ pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
         {
             long_type = Some(id);
         }
+        colour.push(if value_edge(&ty, 0).is_none() {
+            BLACK
+        } else {
+            WHITE
+        });
     }
-    check_cycles(btf)?;
+    check_cycles(btf, &mut colour)?;
     Ok(long_type)
 }
 
@@ -53,20 +61,70 @@ fn check_ref(btf: &Btf<'_>, id: u32, target: u32) -> Result<()> {
     Ok(())
 }
 
+/// vlen and kind_flag must be zero where the kind gives them no meaning, as the kernel checks.
+fn check_header_flags(ty: &Type<'_>, vlen: u16, kind_flag: bool) -> Result<()> {
+    let Some(kind) = ty.kind() else { return Ok(()) };
+    use Kind::*;
+    let takes_vlen = matches!(
+        kind,
+        Struct | Union | Enum | Enum64 | FuncProto | Datasec | Func
+    );
+    if vlen != 0 && !takes_vlen {
+        return Err(bad(ty.id, "vlen set on a kind without entries"));
+    }
+    // Newer kernels give DECL_TAG and TYPE_TAG a kind_flag (attribute tags).
+    let takes_flag = matches!(
+        kind,
+        Struct | Union | Enum | Enum64 | Fwd | DeclTag | TypeTag
+    );
+    if kind_flag && !takes_flag {
+        return Err(bad(ty.id, "kind_flag set on a kind without one"));
+    }
+    Ok(())
+}
+
+fn raw_vlen(btf: &Btf<'_>, id: u32) -> Result<u16> {
+    Ok((btf.raw_word(id, 1)? & 0xffff) as u16)
+}
+
+fn raw_kind_flag(btf: &Btf<'_>, id: u32) -> Result<bool> {
+    Ok(btf.raw_word(id, 1)? >> 31 != 0)
+}
+
+fn raw_word3(btf: &Btf<'_>, id: u32) -> Result<u32> {
+    btf.raw_word(id, 3)
+}
+
 /// Check a name offset; `true` when the name is empty.
 fn check_name(btf: &Btf<'_>, id: u32, name_off: u32) -> Result<bool> {
-    btf.name_is_empty(name_off).map_err(|_| bad(id, "name offset out of range"))
+    btf.name_is_empty(name_off)
+        .map_err(|_| bad(id, "name offset out of range"))
 }
 
 fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
     let id = ty.id;
     let anonymous = check_name(btf, id, ty.name_off)?;
-    for target in ty.referenced_ids() {
-        check_ref(btf, id, target)?;
+    check_header_flags(ty, raw_vlen(btf, id)?, raw_kind_flag(btf, id)?)?;
+    // Composites, prototypes and sections check their references in their own loops below.
+    if !matches!(
+        ty.kind,
+        TypeKind::Struct(_) | TypeKind::Union(_) | TypeKind::FuncProto(_) | TypeKind::Datasec(_)
+    ) {
+        for target in ty.referenced_ids() {
+            check_ref(btf, id, target)?;
+        }
     }
     match &ty.kind {
         TypeKind::Void => {}
-        TypeKind::Int { size, offset, bits, encoding } => {
+        TypeKind::Int {
+            size,
+            offset,
+            bits,
+            encoding,
+        } => {
+            if raw_word3(btf, id)? & 0xf000_0000 != 0 {
+                return Err(bad(id, "INT has unused bits set"));
+            }
             if !matches!(size, 1 | 2 | 4 | 8 | 16) {
                 return Err(bad(id, "INT size must be 1, 2, 4, 8 or 16"));
             }
@@ -77,22 +135,35 @@ fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
                 return Err(bad(id, "INT has more than one encoding"));
             }
         }
-        TypeKind::Ptr(_)
-        | TypeKind::Volatile(_)
-        | TypeKind::Const(_)
-        | TypeKind::Restrict(_) => {
+        TypeKind::Ptr(_) | TypeKind::Volatile(_) | TypeKind::Const(_) | TypeKind::Restrict(_) => {
             if !anonymous {
                 return Err(bad(id, "pointer or modifier has a name"));
             }
         }
-        TypeKind::Typedef(_) | TypeKind::TypeTag(_) | TypeKind::Func { .. } | TypeKind::DeclTag { .. } => {
+        TypeKind::Typedef(_) | TypeKind::TypeTag(_) | TypeKind::DeclTag { .. } => {
             if anonymous {
-                return Err(bad(id, "typedef, type tag, func or decl tag has no name"));
+                return Err(bad(id, "typedef, type tag or decl tag has no name"));
             }
         }
-        TypeKind::Var { .. } => {
+        TypeKind::Func { proto, linkage } => {
+            if anonymous {
+                return Err(bad(id, "FUNC has no name"));
+            }
+            // static, global, extern (BPF objects declare extern kfuncs)
+            if *linkage > 2 {
+                return Err(bad(id, "FUNC linkage unknown"));
+            }
+            if btf.name_off_and_kind(*proto)?.1 != Some(Kind::FuncProto) {
+                return Err(bad(id, "FUNC does not point at a FUNC_PROTO"));
+            }
+        }
+        TypeKind::Var { linkage, .. } => {
             if anonymous {
                 return Err(bad(id, "VAR has no name"));
+            }
+            // static, global, extern (BPF objects declare extern variables)
+            if *linkage > 2 {
+                return Err(bad(id, "VAR linkage unknown"));
             }
         }
         TypeKind::Array(array) => {
@@ -104,6 +175,7 @@ fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
             let is_union = ty.kind() == Some(Kind::Union);
             let mut last_offset = 0;
             for m in c.members() {
+                check_ref(btf, id, m.type_id)?;
                 check_name(btf, id, m.name_off)?;
                 if c.kind_flag && m.bitfield_size > 128 {
                     return Err(bad(id, "member bitfield larger than 128 bits"));
@@ -136,7 +208,9 @@ fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
             }
         }
         TypeKind::FuncProto(p) => {
+            check_ref(btf, id, p.return_type)?;
             for param in p.params() {
+                check_ref(btf, id, param.type_id)?;
                 check_name(btf, id, param.name_off)?;
             }
         }
@@ -145,6 +219,7 @@ fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
                 return Err(bad(id, "DATASEC has no name"));
             }
             for v in d.vars() {
+                check_ref(btf, id, v.type_id)?;
                 if v.type_id == 0 {
                     return Err(bad(id, "DATASEC entry of void"));
                 }
@@ -168,30 +243,23 @@ fn value_edge(ty: &Type<'_>, index: usize) -> Option<u32> {
     }
 }
 
+const WHITE: u8 = 0;
+const GREY: u8 = 1;
+const BLACK: u8 = 2;
+
 /// Iterative three-colour DFS over value edges of this BTF's own types (base types were checked
-/// when the base was parsed, and cannot refer back into split types).
-fn check_cycles(btf: &Btf<'_>) -> Result<()> {
-    const WHITE: u8 = 0;
-    const GREY: u8 = 1;
-    const BLACK: u8 = 2;
+/// when the base was parsed, and cannot refer back into split types). `colour` holds one entry
+/// per own type, leaves already BLACK, so each remaining type is decoded once and each edge
+/// followed once.
+fn check_cycles(btf: &Btf<'_>, colour: &mut [u8]) -> Result<()> {
     let start = btf.start_id();
-    let count = (btf.type_cnt() - start) as usize;
-    let mut colour: Vec<u8> = fallible::vec_with_capacity(count)?;
-    colour.resize(count, WHITE);
-    // (type, index of the next edge to follow); the decoded type is kept so each type is
-    // decoded once, not once per edge.
+    // (type, index of the next edge to follow)
     let mut stack: Vec<(Type<'_>, usize)> = Vec::new();
     for root in start..btf.type_cnt() {
         if colour[(root - start) as usize] != WHITE {
             continue;
         }
-        let root_type = btf.type_by_id(root)?;
-        if value_edge(&root_type, 0).is_none() {
-            // Leaves (integers, pointers, enums, ...) cannot be on a cycle.
-            colour[(root - start) as usize] = BLACK;
-            continue;
-        }
-        fallible::push(&mut stack, (root_type, 0))?;
+        fallible::push(&mut stack, (btf.type_by_id(root)?, 0))?;
         colour[(root - start) as usize] = GREY;
         while let Some((ty, next)) = stack.last_mut() {
             let edge = value_edge(ty, *next);

@@ -74,7 +74,10 @@ impl BtfWriter {
         }
         let off = self.strings.len();
         if off + s.len() > MAX_NAME_OFFSET as usize {
-            return Err(Error::Limit { what: "string section length", limit: MAX_NAME_OFFSET as usize });
+            return Err(Error::Limit {
+                what: "string section length",
+                limit: MAX_NAME_OFFSET as usize,
+            });
         }
         self.strings.try_reserve(s.len() + 1)?;
         self.strings.extend_from_slice(s.as_bytes());
@@ -83,16 +86,27 @@ impl BtfWriter {
         let strings = &self.strings;
         self.string_index
             .try_reserve(1, |&o| hasher.hash_one(string_at(strings, o)))?;
-        self.string_index
-            .insert_unique(hash, off as u32, |&o| hasher.hash_one(string_at(strings, o)));
+        self.string_index.insert_unique(hash, off as u32, |&o| {
+            hasher.hash_one(string_at(strings, o))
+        });
         Ok(off as u32)
     }
 
     /// Append a type header and return the new type's id; kind-specific words follow with
     /// [`BtfWriter::push_word`].
-    pub fn begin_type(&mut self, name: &str, kind: Kind, kind_flag: bool, vlen: u16, size_or_type: u32) -> Result<u32> {
+    pub fn begin_type(
+        &mut self,
+        name: &str,
+        kind: Kind,
+        kind_flag: bool,
+        vlen: u16,
+        size_or_type: u32,
+    ) -> Result<u32> {
         if self.next_id > MAX_TYPE_ID {
-            return Err(Error::Limit { what: "type count", limit: MAX_TYPE_ID as usize });
+            return Err(Error::Limit {
+                what: "type count",
+                limit: MAX_TYPE_ID as usize,
+            });
         }
         let name_off = self.intern(name)?;
         let info = (u32::from(kind_flag) << 31) | ((kind as u32) << 24) | u32::from(vlen);
@@ -132,12 +146,24 @@ impl BtfWriter {
         let Some(kind) = ty.kind() else {
             return Err(Error::InvalidArgument("void cannot be copied"));
         };
-        let vlen_of = |n: usize| u16::try_from(n).map_err(|_| Error::BadType { id: ty.id, reason: "vlen overflow" });
+        let vlen_of = |n: usize| {
+            u16::try_from(n).map_err(|_| Error::BadType {
+                id: ty.id,
+                reason: "vlen overflow",
+            })
+        };
         match &ty.kind {
             TypeKind::Void => Err(Error::InvalidArgument("void cannot be copied")),
-            TypeKind::Int { size, encoding, offset, bits } => {
+            TypeKind::Int {
+                size,
+                encoding,
+                offset,
+                bits,
+            } => {
                 let id = self.begin_type(name, kind, false, 0, *size)?;
-                self.push_word((u32::from(*encoding) << 24) | (u32::from(*offset) << 16) | u32::from(*bits))?;
+                self.push_word(
+                    (u32::from(*encoding) << 24) | (u32::from(*offset) << 16) | u32::from(*bits),
+                )?;
                 Ok(id)
             }
             TypeKind::Ptr(t)
@@ -176,7 +202,12 @@ impl BtfWriter {
             TypeKind::Enum(e) | TypeKind::Enum64(e) => {
                 let kept = (0..e.len()).filter(|&i| keep(i)).count();
                 let id = self.begin_type(name, kind, e.signed, vlen_of(kept)?, e.size)?;
-                for v in e.values().enumerate().filter(|&(i, _)| keep(i)).map(|(_, v)| v) {
+                for v in e
+                    .values()
+                    .enumerate()
+                    .filter(|&(i, _)| keep(i))
+                    .map(|(_, v)| v)
+                {
                     let n = self.intern(src.name(v.name_off)?)?;
                     self.push_name(n)?;
                     self.push_word(v.value as u32)?;
@@ -195,7 +226,10 @@ impl BtfWriter {
                 let ret = map_id(p.return_type)?;
                 let mut params: Vec<(u32, u32)> = fallible::vec_with_capacity(p.len())?;
                 for param in p.params() {
-                    params.push((self.intern(src.name(param.name_off)?)?, map_id(param.type_id)?));
+                    params.push((
+                        self.intern(src.name(param.name_off)?)?,
+                        map_id(param.type_id)?,
+                    ));
                 }
                 let id = self.begin_type(name, kind, false, vlen_of(params.len())?, ret)?;
                 for (n, t) in params {
@@ -224,7 +258,10 @@ impl BtfWriter {
                 Ok(id)
             }
             TypeKind::Float { size } => self.begin_type(name, kind, false, 0, *size),
-            TypeKind::DeclTag { type_id, component_idx } => {
+            TypeKind::DeclTag {
+                type_id,
+                component_idx,
+            } => {
                 let t = map_id(*type_id)?;
                 let id = self.begin_type(name, kind, false, 0, t)?;
                 self.push_word(*component_idx as u32)?;
@@ -253,7 +290,13 @@ impl BtfWriter {
         out.extend_from_slice(&magic);
         out.extend_from_slice(&[1, 0]);
         let type_len = types.len() as u32;
-        for word in [HEADER_LEN as u32, 0, type_len, type_len, strings.len() as u32] {
+        for word in [
+            HEADER_LEN as u32,
+            0,
+            type_len,
+            type_len,
+            strings.len() as u32,
+        ] {
             out.extend_from_slice(&self.endian.write_u32(word));
         }
         out.extend_from_slice(types);

@@ -40,13 +40,23 @@ pub struct MinCoreBtfArgs {
 /// Run `btfgen min-core-btf`.
 pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     let started = Instant::now();
-    let input = args.input.clone().unwrap_or_else(|| PathBuf::from(KERNEL_BTF));
-    let output = args.output.clone().unwrap_or_else(|| PathBuf::from("min.btf"));
+    let input = args
+        .input
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(KERNEL_BTF));
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("min.btf"));
     if args.input.is_some() && args.output.is_none() {
-        return Err(CliError("min-core-btf: missing OUTPUT (usage: min-core-btf INPUT OUTPUT OBJECT...)".into()));
+        return Err(CliError(
+            "min-core-btf: missing OUTPUT (usage: min-core-btf INPUT OUTPUT OBJECT...)".into(),
+        ));
     }
     if args.output.is_some() && args.objects.is_empty() {
-        return Err(CliError("min-core-btf: missing OBJECT (usage: min-core-btf INPUT OUTPUT OBJECT...)".into()));
+        return Err(CliError(
+            "min-core-btf: missing OBJECT (usage: min-core-btf INPUT OUTPUT OBJECT...)".into(),
+        ));
     }
     let mut objects: Vec<(String, Vec<u8>)> = Vec::new();
     if args.objects.is_empty() {

@@ -4,9 +4,9 @@ pub mod dump;
 pub mod min_core_btf;
 pub mod relocate;
 
-use std::fmt;
 use btfgen::btf::Btf;
 use btfgen::core::Targets;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// A CLI error: a one-line message with the path or argument it concerns.
@@ -43,7 +43,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult<()> {
     let file_name = path
         .file_name()
         .ok_or_else(|| CliError(format!("{}: not a file path", path.display())))?;
-    let tmp = dir.join(format!(".{}.tmp.{}", file_name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -77,7 +81,9 @@ impl TargetFiles {
 
     /// Total bytes of the main, base and module BTF files.
     pub fn input_len(&self) -> usize {
-        self.main.1.len() + self.base.as_ref().map_or(0, |b| b.1.len()) + self.modules.iter().map(|m| m.1.len()).sum::<usize>()
+        self.main.1.len()
+            + self.base.as_ref().map_or(0, |b| b.1.len())
+            + self.modules.iter().map(|m| m.1.len()).sum::<usize>()
     }
 
     /// Parse and validate every BTF, then run `f` on the resulting targets.

@@ -3,8 +3,9 @@
 
 use super::{CliError, CliResult, TargetFiles, context, read_file};
 use btfgen::btf::Btf;
+use btfgen::core::kernel::kernel_core;
 use btfgen::core::relocate::{ObjectRelocation, relocate_object};
-use btfgen::core::{CandidateIndex, Targets};
+use btfgen::core::{CandidateIndex, RelocKind, Targets};
 use btfgen::object::BpfObject;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -26,6 +27,10 @@ pub struct RelocateArgs {
     /// Print one JSON object per relocation instead of a table.
     #[arg(long)]
     json: bool,
+    /// Print each assembled program's kernel-side CO-RE records (what BPF_PROG_LOAD's
+    /// core_relos gets) instead of relocating; with --json, one JSON object per program.
+    #[arg(long)]
+    records: bool,
     /// BPF objects (ELF with .BTF and .BTF.ext).
     #[arg(required = true)]
     objects: Vec<PathBuf>,
@@ -47,10 +52,16 @@ pub fn describe(btf: &Btf<'_>, id: u32) -> String {
 /// `kind name` of a local type (`struct task_struct`).
 fn local_type_name(btf: &Btf<'_>, id: u32) -> String {
     let full = describe(btf, id);
-    full.split_once("] ").map_or(full.clone(), |(_, rest)| rest.to_string())
+    full.split_once("] ")
+        .map_or(full.clone(), |(_, rest)| rest.to_string())
 }
 
-fn to_json(path: &str, local: &Btf<'_>, targets: &Targets<'_>, r: &ObjectRelocation<'_, '_>) -> Value {
+fn to_json(
+    path: &str,
+    local: &Btf<'_>,
+    targets: &Targets<'_>,
+    r: &ObjectRelocation<'_, '_>,
+) -> Value {
     let mut obj = json!({
         "object": path,
         "section": r.section,
@@ -64,7 +75,9 @@ fn to_json(path: &str, local: &Btf<'_>, targets: &Targets<'_>, r: &ObjectRelocat
     match &r.outcome {
         Ok((resolved, patched)) => {
             let (orig, new, poison) = match patched {
-                btfgen::core::patch::Patched::Value { orig, new } => (json!(orig), json!(new), false),
+                btfgen::core::patch::Patched::Value { orig, new } => {
+                    (json!(orig), json!(new), false)
+                }
                 btfgen::core::patch::Patched::Poisoned => (Value::Null, Value::Null, true),
             };
             let target = resolved
@@ -91,15 +104,92 @@ fn table_row(local: &Btf<'_>, targets: &Targets<'_>, r: &ObjectRelocation<'_, '_
     let what = format!("{} {}", local_type_name(local, r.local_type_id), r.access);
     let result = match &r.outcome {
         Ok((resolved, btfgen::core::patch::Patched::Value { orig, new })) => {
-            let target = resolved
-                .target()
-                .map_or("no target".to_string(), |(c, _)| describe(targets.btf(c.source), c.id));
+            let target = resolved.target().map_or("no target".to_string(), |(c, _)| {
+                describe(targets.btf(c.source), c.id)
+            });
             format!("{orig} -> {new}  {target}")
         }
-        Ok((_, btfgen::core::patch::Patched::Poisoned)) => "poisoned (no matching target)".to_string(),
+        Ok((_, btfgen::core::patch::Patched::Poisoned)) => {
+            "poisoned (no matching target)".to_string()
+        }
         Err(e) => format!("ERROR: {e}"),
     };
-    format!("{:<20} {:<24} {:>4} {:>5} {:<15} {:<40} {}", r.section, r.program, r.relo, r.insn, kind, what, result)
+    format!(
+        "{:<20} {:<24} {:>4} {:>5} {:<15} {:<40} {}",
+        r.section, r.program, r.relo, r.insn, kind, what, result
+    )
+}
+
+/// `--records`: every entry-point program of `obj` as assembled for kernel-side CO-RE, with its
+/// `bpf_core_relo` records (byte offset, local type, access string, kind).
+fn print_records(
+    out: &mut impl Write,
+    path: &str,
+    obj: &BpfObject<'_>,
+    local: &Btf<'_>,
+    json: bool,
+) -> CliResult<()> {
+    let load = kernel_core(obj, local).map_err(context(path))?;
+    for p in &load.programs {
+        let records: Vec<_> = p
+            .core_relos
+            .iter()
+            .map(|r| {
+                let kind = RelocKind::from_raw(r.kind)
+                    .map_or_else(|| format!("unknown({})", r.kind), |k| k.name().to_string());
+                let access = local.name(r.access_str_off).unwrap_or("<invalid>");
+                (r, kind, local_type_name(local, r.type_id), access)
+            })
+            .collect();
+        if json {
+            let relos: Vec<Value> = records
+                .iter()
+                .map(|(r, kind, ty, access)| {
+                    json!({"insn_off": r.insn_off, "insn": r.insn_off / 8, "type_id": r.type_id,
+                           "type": ty, "access": access, "kind": kind})
+                })
+                .collect();
+            let line = json!({
+                "object": path,
+                "program": p.name(),
+                "section": p.section_name(),
+                "insns": p.program.insns.len(),
+                "func_info": p.program.func_info.len(),
+                "line_info": p.program.line_info.len(),
+                "core_relos": relos,
+            });
+            writeln!(out, "{line}").map_err(context("stdout"))?;
+            continue;
+        }
+        writeln!(
+            out,
+            "{path}: program {} ({}): {} insns, {} CO-RE records",
+            p.name(),
+            p.section_name(),
+            p.program.insns.len(),
+            records.len()
+        )
+        .map_err(context("stdout"))?;
+        if !records.is_empty() {
+            writeln!(
+                out,
+                "  {:>8} {:>5} {:>7}  {:<15} {:<28} access",
+                "insn_off", "insn", "type_id", "kind", "type"
+            )
+            .map_err(context("stdout"))?;
+        }
+        for (r, kind, ty, access) in &records {
+            writeln!(
+                out,
+                "  {:>8} {:>5} {:>7}  {kind:<15} {ty:<28} {access}",
+                r.insn_off,
+                r.insn_off / 8,
+                r.type_id
+            )
+            .map_err(context("stdout"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Run `btfgen relocate`.
@@ -121,9 +211,19 @@ fn relocate_all(args: &RelocateArgs, targets: &Targets<'_>) -> CliResult<ExitCod
             .btf_bytes()
             .ok_or_else(|| CliError(format!("{name}: object has no .BTF section")))?;
         let local = Btf::parse(btf_bytes).map_err(context(format!("{name}: .BTF")))?;
-        let relocated = relocate_object(&obj, &local, targets, &mut index).map_err(context(&name))?;
+        if args.records {
+            print_records(&mut out, &name, &obj, &local, args.json)?;
+            continue;
+        }
+        let relocated =
+            relocate_object(&obj, &local, targets, &mut index).map_err(context(&name))?;
         if !args.json {
-            writeln!(out, "{name}: {} CO-RE relocations", relocated.relocations.len()).map_err(context("stdout"))?;
+            writeln!(
+                out,
+                "{name}: {} CO-RE relocations",
+                relocated.relocations.len()
+            )
+            .map_err(context("stdout"))?;
         }
         for r in &relocated.relocations {
             failed |= r.outcome.is_err();
@@ -136,5 +236,9 @@ fn relocate_all(args: &RelocateArgs, targets: &Targets<'_>) -> CliResult<ExitCod
         }
     }
     out.flush().map_err(context("stdout"))?;
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -31,7 +31,12 @@ pub struct Resolution {
 
 /// A value computation outcome: a value, or "poison the instruction".
 enum Value {
-    Known { val: u64, field_sz: u32, type_id: u32, validate: bool },
+    Known {
+        val: u64,
+        field_sz: u32,
+        type_id: u32,
+        validate: bool,
+    },
     Poison,
 }
 
@@ -39,15 +44,29 @@ fn invalid(reason: &'static str) -> Error {
     Error::BadRelocation { relo: 0, reason }
 }
 
-fn field_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>, target_is_le: bool) -> Result<Value> {
+fn field_value(
+    btf: &Btf<'_>,
+    kind: RelocKind,
+    spec: Option<&Spec<'_>>,
+    target_is_le: bool,
+) -> Result<Value> {
     if kind == RelocKind::FieldExists {
-        return Ok(Value::Known { val: u64::from(spec.is_some()), field_sz: 0, type_id: 0, validate: true });
+        return Ok(Value::Known {
+            val: u64::from(spec.is_some()),
+            field_sz: 0,
+            type_id: 0,
+            validate: true,
+        });
     }
-    let Some(spec) = spec else { return Ok(Value::Poison) };
+    let Some(spec) = spec else {
+        return Ok(Value::Poison);
+    };
     let acc = spec.accessors.last().ok_or(invalid("empty spec"))?;
     if acc.name.is_none() {
         // An a[n] access: only its offset and size can be relocated.
-        let size = btf.resolve_size(acc.type_id).map_err(|_| invalid("array element has no size"))?;
+        let size = btf
+            .resolve_size(acc.type_id)
+            .map_err(|_| invalid("array element has no size"))?;
         let size32 = u32::try_from(size).map_err(|_| invalid("array element too large"))?;
         return match kind {
             RelocKind::FieldByteOffset => Ok(Value::Known {
@@ -56,25 +75,41 @@ fn field_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>, target_i
                 type_id: acc.type_id,
                 validate: true,
             }),
-            RelocKind::FieldByteSize => Ok(Value::Known { val: size, field_sz: 0, type_id: 0, validate: true }),
-            _ => Err(invalid("relocation kind cannot be applied to an array access")),
+            RelocKind::FieldByteSize => Ok(Value::Known {
+                val: size,
+                field_sz: 0,
+                type_id: 0,
+                validate: true,
+            }),
+            _ => Err(invalid(
+                "relocation kind cannot be applied to an array access",
+            )),
         };
     }
     let parent = btf.type_by_id(acc.type_id)?;
-    let composite = parent.kind.composite().ok_or(invalid("accessor is not a member"))?;
-    let member = composite.member(acc.idx as usize).ok_or(invalid("member index out of range"))?;
+    let composite = parent
+        .kind
+        .composite()
+        .ok_or(invalid("accessor is not a member"))?;
+    let member = composite
+        .member(acc.idx as usize)
+        .ok_or(invalid("member index out of range"))?;
     let field_type = btf.skip_mods_and_typedefs(member.type_id)?;
     let bit_off = spec.bit_offset;
     let mut bit_sz = member.bitfield_size;
     let bitfield = bit_sz > 0;
     let (byte_off, byte_sz) = if bitfield {
-        let mut byte_sz = field_type.size().ok_or(invalid("bitfield of a type without size"))?;
+        let mut byte_sz = field_type
+            .size()
+            .ok_or(invalid("bitfield of a type without size"))?;
         if byte_sz == 0 {
             return Err(invalid("bitfield of a zero-sized type"));
         }
         let mut byte_off = bit_off / 8 / byte_sz * byte_sz;
         // Smallest power-of-two load that covers the whole bitfield.
-        while u64::from(bit_off) + u64::from(bit_sz) - u64::from(byte_off) * 8 > u64::from(byte_sz) * 8 {
+        while u64::from(bit_off) + u64::from(bit_sz) - u64::from(byte_off) * 8
+            > u64::from(byte_sz) * 8
+        {
             if byte_sz >= 8 {
                 return Err(invalid("bitfield cannot be read with a 64-bit load"));
             }
@@ -83,7 +118,9 @@ fn field_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>, target_i
         }
         (byte_off, byte_sz)
     } else {
-        let size = btf.resolve_size(field_type.id).map_err(|_| invalid("field has no size"))?;
+        let size = btf
+            .resolve_size(field_type.id)
+            .map_err(|_| invalid("field has no size"))?;
         let byte_sz = u32::try_from(size).map_err(|_| invalid("field too large"))?;
         bit_sz = byte_sz.wrapping_mul(8);
         (bit_off / 8, byte_sz)
@@ -93,7 +130,11 @@ fn field_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>, target_i
     let mut validate = !bitfield;
     let (val, field_sz, type_id) = match kind {
         RelocKind::FieldByteOffset => {
-            if bitfield { (u64::from(byte_off), 0, 0) } else { (u64::from(byte_off), byte_sz, field_type.id) }
+            if bitfield {
+                (u64::from(byte_off), 0, 0)
+            } else {
+                (u64::from(byte_off), byte_sz, field_type.id)
+            }
         }
         RelocKind::FieldByteSize => (u64::from(byte_sz), 0, 0),
         RelocKind::FieldSigned => {
@@ -110,7 +151,9 @@ fn field_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>, target_i
             let val = if target_is_le {
                 64u64.wrapping_sub(in_word + u64::from(bit_sz))
             } else {
-                (8u64.wrapping_sub(u64::from(byte_sz))).wrapping_mul(8).wrapping_add(in_word)
+                (8u64.wrapping_sub(u64::from(byte_sz)))
+                    .wrapping_mul(8)
+                    .wrapping_add(in_word)
             };
             (val, 0, 0)
         }
@@ -120,33 +163,66 @@ fn field_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>, target_i
         }
         _ => return Err(invalid("not a field relocation")),
     };
-    Ok(Value::Known { val, field_sz, type_id, validate })
+    Ok(Value::Known {
+        val,
+        field_sz,
+        type_id,
+        validate,
+    })
 }
 
 fn type_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>) -> Result<Value> {
     let Some(spec) = spec else {
-        return Ok(Value::Known { val: 0, field_sz: 0, type_id: 0, validate: true });
+        return Ok(Value::Known {
+            val: 0,
+            field_sz: 0,
+            type_id: 0,
+            validate: true,
+        });
     };
     let (val, validate) = match kind {
         // Type ids change during linking, so the compiled value is never checked.
         RelocKind::TypeIdTarget => (u64::from(spec.root_type_id), false),
         RelocKind::TypeExists | RelocKind::TypeMatches => (1, true),
-        RelocKind::TypeSize => (btf.resolve_size(spec.root_type_id).map_err(|_| invalid("type has no size"))?, true),
+        RelocKind::TypeSize => (
+            btf.resolve_size(spec.root_type_id)
+                .map_err(|_| invalid("type has no size"))?,
+            true,
+        ),
         _ => return Err(invalid("not a type relocation")),
     };
-    Ok(Value::Known { val, field_sz: 0, type_id: 0, validate })
+    Ok(Value::Known {
+        val,
+        field_sz: 0,
+        type_id: 0,
+        validate,
+    })
 }
 
 fn enum_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>) -> Result<Value> {
-    let known = |val| Ok(Value::Known { val, field_sz: 0, type_id: 0, validate: true });
+    let known = |val| {
+        Ok(Value::Known {
+            val,
+            field_sz: 0,
+            type_id: 0,
+            validate: true,
+        })
+    };
     match kind {
         RelocKind::EnumvalExists => known(u64::from(spec.is_some())),
         RelocKind::EnumvalValue => {
-            let Some(spec) = spec else { return Ok(Value::Poison) };
+            let Some(spec) = spec else {
+                return Ok(Value::Poison);
+            };
             let acc = spec.accessors.first().ok_or(invalid("empty spec"))?;
             let ty = btf.type_by_id(acc.type_id)?;
-            let values = ty.kind.any_enum().ok_or(invalid("enum accessor is not an enum"))?;
-            let v = values.value(acc.idx as usize).ok_or(invalid("enumerator index out of range"))?;
+            let values = ty
+                .kind
+                .any_enum()
+                .ok_or(invalid("enum accessor is not an enum"))?;
+            let v = values
+                .value(acc.idx as usize)
+                .ok_or(invalid("enumerator index out of range"))?;
             // ENUM values are signed 32-bit in libbpf's struct and sign-extend into the u64.
             known(v.signed_value() as u64)
         }
@@ -154,7 +230,12 @@ fn enum_value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>) -> Result
     }
 }
 
-fn value(btf: &Btf<'_>, kind: RelocKind, spec: Option<&Spec<'_>>, target_is_le: bool) -> Result<Value> {
+fn value(
+    btf: &Btf<'_>,
+    kind: RelocKind,
+    spec: Option<&Spec<'_>>,
+    target_is_le: bool,
+) -> Result<Value> {
     if kind.is_field_based() {
         field_value(btf, kind, spec, target_is_le)
     } else if kind.is_type_based() {
@@ -175,11 +256,27 @@ pub fn calc_relo(
     target_is_le: bool,
 ) -> Result<Resolution> {
     let kind = local.kind;
-    let mut res = Resolution { validate: true, ..Resolution::default() };
+    let mut res = Resolution {
+        validate: true,
+        ..Resolution::default()
+    };
     let orig = value(local_btf, kind, Some(local), target_is_le)?;
     let new = value(targ_btf, kind, targ, target_is_le)?;
     match (orig, new) {
-        (Value::Known { val, field_sz, type_id, validate }, Value::Known { val: nval, field_sz: nsz, type_id: ntid, .. }) => {
+        (
+            Value::Known {
+                val,
+                field_sz,
+                type_id,
+                validate,
+            },
+            Value::Known {
+                val: nval,
+                field_sz: nsz,
+                type_id: ntid,
+                ..
+            },
+        ) => {
             res.orig_val = val;
             res.orig_sz = field_sz;
             res.orig_type_id = type_id;
@@ -188,7 +285,15 @@ pub fn calc_relo(
             res.new_sz = nsz;
             res.new_type_id = ntid;
         }
-        (Value::Known { val, field_sz, type_id, validate }, Value::Poison) => {
+        (
+            Value::Known {
+                val,
+                field_sz,
+                type_id,
+                validate,
+            },
+            Value::Poison,
+        ) => {
             res.orig_val = val;
             res.orig_sz = field_sz;
             res.orig_type_id = type_id;
@@ -205,8 +310,10 @@ pub fn calc_relo(
         let orig_t = local_btf.type_by_id(res.orig_type_id)?;
         let new_t = targ_btf.type_by_id(res.new_type_id)?;
         let unsigned_int = |t: &TypeKind<'_>| matches!(t, TypeKind::Int { encoding, .. } if *encoding != INT_SIGNED);
-        let safe = matches!((&orig_t.kind, &new_t.kind), (TypeKind::Ptr(_), TypeKind::Ptr(_)))
-            || (unsigned_int(&orig_t.kind) && unsigned_int(&new_t.kind));
+        let safe = matches!(
+            (&orig_t.kind, &new_t.kind),
+            (TypeKind::Ptr(_), TypeKind::Ptr(_))
+        ) || (unsigned_int(&orig_t.kind) && unsigned_int(&new_t.kind));
         res.fail_memsz_adjust = !safe;
     }
     Ok(res)

@@ -22,7 +22,10 @@ pub struct Targets<'t> {
 impl<'t> Targets<'t> {
     /// Targets with only a main BTF.
     pub fn new(main: &'t Btf<'t>) -> Self {
-        Targets { main, modules: Vec::new() }
+        Targets {
+            main,
+            modules: Vec::new(),
+        }
     }
 
     /// Add a module BTF (split on the main BTF).
@@ -49,7 +52,11 @@ impl<'t> Targets<'t> {
     }
 
     fn sources(&self) -> impl Iterator<Item = (BtfSource, &'t Btf<'t>)> + '_ {
-        let modules = self.modules.iter().enumerate().map(|(i, b)| (BtfSource::Module(i as u16), *b));
+        let modules = self
+            .modules
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (BtfSource::Module(i as u16), *b));
         core::iter::once((BtfSource::Main, self.main)).chain(modules)
     }
 }
@@ -88,7 +95,11 @@ impl CandidateIndex {
 
     /// Make sure every name in `names` (essential names) is indexed, scanning the targets once
     /// for all names not indexed yet.
-    pub fn ensure<'n>(&mut self, targets: &Targets<'_>, names: impl IntoIterator<Item = &'n str>) -> Result<()> {
+    pub fn ensure<'n>(
+        &mut self,
+        targets: &Targets<'_>,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> Result<()> {
         let mut missing: HashMap<&str, ()> = HashMap::new();
         for name in names {
             if !self.by_name.contains_key(name) && !missing.contains_key(name) {
@@ -107,7 +118,10 @@ impl CandidateIndex {
         let slot = |p: [u8; 2]| (usize::from(p[0]) << 8) | usize::from(p[1]);
         for name in missing.keys() {
             let b = name.as_bytes();
-            let p = slot([b.first().copied().unwrap_or(0), b.get(1).copied().unwrap_or(0)]);
+            let p = slot([
+                b.first().copied().unwrap_or(0),
+                b.get(1).copied().unwrap_or(0),
+            ]);
             prefixes[p / 64] |= 1 << (p % 64);
         }
         let wanted = |p: usize| prefixes[p / 64] & (1 << (p % 64)) != 0;
@@ -116,7 +130,11 @@ impl CandidateIndex {
         for (source, btf) in targets.sources() {
             // The main BTF is searched from id 1 (through its base, if split), modules from
             // their first own id, as libbpf does.
-            let first = if source == BtfSource::Main { 1 } else { btf.start_id() };
+            let first = if source == BtfSource::Main {
+                1
+            } else {
+                btf.start_id()
+            };
             for id in first..btf.type_cnt() {
                 let (name_off, kind) = btf.name_off_and_kind(id)?;
                 let Some(kind) = kind else { continue };
@@ -146,9 +164,16 @@ impl CandidateIndex {
     /// Candidates for a local type named `name` of kind `kind`: main-BTF candidates if there
     /// are any, else module candidates. `name` must have been passed to [`Self::ensure`].
     pub fn candidates(&self, name: &str, kind: Option<Kind>) -> Result<Vec<Candidate>> {
-        let all = self.by_name.get(essential_name(name)).map(Vec::as_slice).unwrap_or(&[]);
+        let all = self
+            .by_name
+            .get(essential_name(name))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         let compatible = |c: &&Candidate| kinds_core_compat(Some(c.kind), kind);
-        let in_main = all.iter().filter(compatible).any(|c| c.source == BtfSource::Main);
+        let in_main = all
+            .iter()
+            .filter(compatible)
+            .any(|c| c.source == BtfSource::Main);
         let mut out = Vec::new();
         for c in all.iter().filter(compatible) {
             if (c.source == BtfSource::Main) == in_main {

@@ -19,9 +19,7 @@ use super::{CandidateIndex, Targets};
 use crate::btf::Btf;
 use crate::error::{Error, Result};
 use crate::fallible;
-use crate::object::assemble::{
-    AssembledProgram, SectionCode, assemble_all, loadable_btf,
-};
+use crate::object::assemble::{AssembledProgram, SectionCode, assemble_all, loadable_btf};
 use crate::object::{BpfObject, Endianness, INSN_SIZE};
 use alloc::vec::Vec;
 use object::endian::Endian;
@@ -192,7 +190,11 @@ pub fn user_core<'a>(
     index: &mut CandidateIndex,
 ) -> Result<ObjectLoad<'a>> {
     let relocated = relocate_object(obj, local, targets, index)?;
-    if let Some(failed) = relocated.relocations.iter().find_map(|r| r.outcome.as_ref().err()) {
+    if let Some(failed) = relocated
+        .relocations
+        .iter()
+        .find_map(|r| r.outcome.as_ref().err())
+    {
         return Err(failed.clone());
     }
     let mut code = fallible::vec_with_capacity(relocated.sections.len())?;

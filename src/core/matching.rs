@@ -9,7 +9,10 @@ use crate::error::{Error, Result};
 const MAX_COMPAT_DEPTH: i32 = 32;
 
 fn too_deep() -> Error {
-    Error::Limit { what: "type comparison depth", limit: MAX_COMPAT_DEPTH as usize }
+    Error::Limit {
+        what: "type comparison depth",
+        limit: MAX_COMPAT_DEPTH as usize,
+    }
 }
 
 /// Same kind, or both enums of either width: the kinds CO-RE may relate.
@@ -28,23 +31,45 @@ pub fn spec_match<'t>(
     let mut targ = Spec::new(targ_id, local.kind);
     if local.kind.is_type_based() {
         let matched = if local.kind == super::RelocKind::TypeMatches {
-            types_match(local_btf, local.root_type_id, targ_btf, targ_id, false, MAX_COMPAT_DEPTH)?
+            types_match(
+                local_btf,
+                local.root_type_id,
+                targ_btf,
+                targ_id,
+                false,
+                MAX_COMPAT_DEPTH,
+            )?
         } else {
-            types_are_compat(local_btf, local.root_type_id, targ_btf, targ_id, MAX_COMPAT_DEPTH)?
+            types_are_compat(
+                local_btf,
+                local.root_type_id,
+                targ_btf,
+                targ_id,
+                MAX_COMPAT_DEPTH,
+            )?
         };
         return Ok(matched.then_some(targ));
     }
     let Some(first) = local.accessors.first() else {
-        return Err(Error::BadRelocation { relo: 0, reason: "empty local spec" });
+        return Err(Error::BadRelocation {
+            relo: 0,
+            reason: "empty local spec",
+        });
     };
     if local.kind.is_enumval_based() {
         let ty = targ_btf.skip_mods_and_typedefs(targ_id)?;
-        let Some(values) = ty.kind.any_enum() else { return Ok(None) };
+        let Some(values) = ty.kind.any_enum() else {
+            return Ok(None);
+        };
         let wanted = essential_name(first.name.unwrap_or(""));
         for (i, v) in values.values().enumerate() {
             let name = targ_btf.name(v.name_off)?;
             if essential_name(name) == wanted {
-                targ.push_accessor(Accessor { type_id: ty.id, idx: i as u32, name: Some(name) })?;
+                targ.push_accessor(Accessor {
+                    type_id: ty.id,
+                    idx: i as u32,
+                    name: Some(name),
+                })?;
                 targ.push_raw(i as u32)?;
                 return Ok(Some(targ));
             }
@@ -52,7 +77,10 @@ pub fn spec_match<'t>(
         return Ok(None);
     }
     if !local.kind.is_field_based() {
-        return Err(Error::BadRelocation { relo: 0, reason: "unknown relocation kind" });
+        return Err(Error::BadRelocation {
+            relo: 0,
+            reason: "unknown relocation kind",
+        });
     }
     let mut targ_id = targ_id;
     for (i, local_acc) in local.accessors.iter().enumerate() {
@@ -65,7 +93,9 @@ pub fn spec_match<'t>(
             }
         } else {
             if i > 0 {
-                let TypeKind::Array(a) = targ_type.kind else { return Ok(None) };
+                let TypeKind::Array(a) = targ_type.kind else {
+                    return Ok(None);
+                };
                 let flex = targ
                     .accessors
                     .last()
@@ -76,12 +106,19 @@ pub fn spec_match<'t>(
                 targ_id = targ_btf.skip_mods_and_typedefs(a.elem_type)?.id;
             }
             targ.push_raw(local_acc.idx)?;
-            targ.push_accessor(Accessor { type_id: targ_id, idx: local_acc.idx, name: None })?;
+            targ.push_accessor(Accessor {
+                type_id: targ_id,
+                idx: local_acc.idx,
+                name: None,
+            })?;
             let size = targ_btf.resolve_size(targ_id)?;
             let bits = u64::from(local_acc.idx)
                 .checked_mul(size)
                 .and_then(|b| b.checked_mul(8))
-                .ok_or(Error::BadRelocation { relo: 0, reason: "field bit offset overflows" })?;
+                .ok_or(Error::BadRelocation {
+                    relo: 0,
+                    reason: "field bit offset overflows",
+                })?;
             // libbpf accumulates in 32 bits; mirror its wrap-around.
             targ.bit_offset = targ.bit_offset.wrapping_add(bits as u32);
         }
@@ -100,17 +137,25 @@ fn match_member<'t>(
     targ: &mut Spec<'t>,
 ) -> Result<Option<u32>> {
     let targ_type = targ_btf.skip_mods_and_typedefs(targ_id)?;
-    let Some(members) = targ_type.kind.composite() else { return Ok(None) };
+    let Some(members) = targ_type.kind.composite() else {
+        return Ok(None);
+    };
     let local_type = local_btf.type_by_id(local_acc.type_id)?;
     let local_member = local_type
         .kind
         .composite()
         .and_then(|c| c.member(local_acc.idx as usize))
-        .ok_or(Error::BadRelocation { relo: 0, reason: "local accessor is not a member" })?;
+        .ok_or(Error::BadRelocation {
+            relo: 0,
+            reason: "local accessor is not a member",
+        })?;
     let local_name = local_acc.name.unwrap_or("");
     for (i, m) in members.members().enumerate() {
         if targ.raw.is_full() {
-            return Err(Error::Limit { what: "CO-RE access spec length", limit: super::spec::MAX_SPEC_LEN });
+            return Err(Error::Limit {
+                what: "CO-RE access spec length",
+                limit: super::spec::MAX_SPEC_LEN,
+            });
         }
         let saved_bits = targ.bit_offset;
         targ.bit_offset = targ.bit_offset.wrapping_add(m.bit_offset);
@@ -124,7 +169,11 @@ fn match_member<'t>(
             if !fields_are_compat(local_btf, local_member.type_id, targ_btf, m.type_id)? {
                 return Ok(None);
             }
-            targ.push_accessor(Accessor { type_id: targ_type.id, idx: i as u32, name: Some(name) })?;
+            targ.push_accessor(Accessor {
+                type_id: targ_type.id,
+                idx: i as u32,
+                name: Some(name),
+            })?;
             return Ok(Some(m.type_id));
         }
         targ.bit_offset = saved_bits;
@@ -136,7 +185,12 @@ fn match_member<'t>(
 /// Field compatibility (libbpf's `bpf_core_fields_are_compat`): any two composites, pointers or
 /// floats; enums and fwds by essential name (or either anonymous); integers unless legacy
 /// bitfield-encoded; arrays by element type.
-pub fn fields_are_compat(local_btf: &Btf<'_>, local_id: u32, targ_btf: &Btf<'_>, targ_id: u32) -> Result<bool> {
+pub fn fields_are_compat(
+    local_btf: &Btf<'_>,
+    local_id: u32,
+    targ_btf: &Btf<'_>,
+    targ_id: u32,
+) -> Result<bool> {
     let (mut local_id, mut targ_id) = (local_id, targ_id);
     for _ in 0..MAX_COMPAT_DEPTH {
         let l = local_btf.skip_mods_and_typedefs(local_id)?;
@@ -176,7 +230,10 @@ pub fn types_are_compat(
     level: i32,
 ) -> Result<bool> {
     let (mut local_id, mut targ_id) = (local_id, targ_id);
-    if !kinds_core_compat(local_btf.type_by_id(local_id)?.kind(), targ_btf.type_by_id(targ_id)?.kind()) {
+    if !kinds_core_compat(
+        local_btf.type_by_id(local_id)?.kind(),
+        targ_btf.type_by_id(targ_id)?.kind(),
+    ) {
         return Ok(false);
     }
     for _ in 0..MAX_COMPAT_DEPTH {
@@ -231,7 +288,12 @@ pub fn types_are_compat(
 
 /// Names match for `type_matches`: an anonymous target matches only an anonymous local; else
 /// essential names are equal.
-fn names_match(local_btf: &Btf<'_>, local_off: u32, targ_btf: &Btf<'_>, targ_off: u32) -> Result<bool> {
+fn names_match(
+    local_btf: &Btf<'_>,
+    local_off: u32,
+    targ_btf: &Btf<'_>,
+    targ_off: u32,
+) -> Result<bool> {
     let l = local_btf.name(local_off)?;
     let t = targ_btf.name(targ_off)?;
     if t.is_empty() {
@@ -240,8 +302,15 @@ fn names_match(local_btf: &Btf<'_>, local_off: u32, targ_btf: &Btf<'_>, targ_off
     Ok(essential_name(l) == essential_name(t))
 }
 
-fn enums_match(local_btf: &Btf<'_>, l: &Type<'_>, targ_btf: &Btf<'_>, t: &Type<'_>) -> Result<bool> {
-    let (Some(le), Some(te)) = (l.kind.any_enum(), t.kind.any_enum()) else { return Ok(false) };
+fn enums_match(
+    local_btf: &Btf<'_>,
+    l: &Type<'_>,
+    targ_btf: &Btf<'_>,
+    t: &Type<'_>,
+) -> Result<bool> {
+    let (Some(le), Some(te)) = (l.kind.any_enum(), t.kind.any_enum()) else {
+        return Ok(false);
+    };
     if le.size != te.size || le.len() > te.len() {
         return Ok(false);
     }
@@ -290,7 +359,9 @@ pub fn types_match(
                     _ => false,
                 });
             }
-            TypeKind::Enum(_) | TypeKind::Enum64(_) => return enums_match(local_btf, &l, targ_btf, &t),
+            TypeKind::Enum(_) | TypeKind::Enum64(_) => {
+                return enums_match(local_btf, &l, targ_btf, &t);
+            }
             TypeKind::Struct(lc) | TypeKind::Union(lc) => {
                 if behind_ptr {
                     if lk == tk {
@@ -304,7 +375,9 @@ pub fn types_match(
                 if lk != tk {
                     return Ok(false);
                 }
-                let Some(tc) = t.kind.composite() else { return Ok(false) };
+                let Some(tc) = t.kind.composite() else {
+                    return Ok(false);
+                };
                 if lc.len() > tc.len() {
                     return Ok(false);
                 }
@@ -314,7 +387,14 @@ pub fn types_match(
                         if !names_match(local_btf, lm.name_off, targ_btf, tm.name_off)? {
                             continue;
                         }
-                        if types_match(local_btf, lm.type_id, targ_btf, tm.type_id, behind_ptr, level - 1)? {
+                        if types_match(
+                            local_btf,
+                            lm.type_id,
+                            targ_btf,
+                            tm.type_id,
+                            behind_ptr,
+                            level - 1,
+                        )? {
                             found = true;
                             break;
                         }
@@ -325,22 +405,36 @@ pub fn types_match(
                 }
                 return Ok(true);
             }
-            TypeKind::Int { size: ls, encoding: le, .. } => {
+            TypeKind::Int {
+                size: ls,
+                encoding: le,
+                ..
+            } => {
                 return Ok(match t.kind {
-                    TypeKind::Int { size: ts, encoding: te, .. } => {
-                        *ls == ts && (le & crate::btf::kind::INT_SIGNED) == (te & crate::btf::kind::INT_SIGNED)
+                    TypeKind::Int {
+                        size: ts,
+                        encoding: te,
+                        ..
+                    } => {
+                        *ls == ts
+                            && (le & crate::btf::kind::INT_SIGNED)
+                                == (te & crate::btf::kind::INT_SIGNED)
                     }
                     _ => false,
                 });
             }
             TypeKind::Ptr(lp) => {
-                let TypeKind::Ptr(tp) = t.kind else { return Ok(false) };
+                let TypeKind::Ptr(tp) = t.kind else {
+                    return Ok(false);
+                };
                 behind_ptr = true;
                 local_id = *lp;
                 targ_id = tp;
             }
             TypeKind::Array(la) => {
-                let TypeKind::Array(ta) = t.kind else { return Ok(false) };
+                let TypeKind::Array(ta) = t.kind else {
+                    return Ok(false);
+                };
                 if la.nelems != ta.nelems {
                     return Ok(false);
                 }
@@ -348,12 +442,21 @@ pub fn types_match(
                 targ_id = ta.elem_type;
             }
             TypeKind::FuncProto(lp) => {
-                let TypeKind::FuncProto(tp) = t.kind else { return Ok(false) };
+                let TypeKind::FuncProto(tp) = t.kind else {
+                    return Ok(false);
+                };
                 if lp.len() != tp.len() {
                     return Ok(false);
                 }
                 for (a, b) in lp.params().zip(tp.params()) {
-                    if !types_match(local_btf, a.type_id, targ_btf, b.type_id, behind_ptr, level - 1)? {
+                    if !types_match(
+                        local_btf,
+                        a.type_id,
+                        targ_btf,
+                        b.type_id,
+                        behind_ptr,
+                        level - 1,
+                    )? {
                         return Ok(false);
                     }
                 }

@@ -105,7 +105,14 @@ impl RelocKind {
 
     /// Type relocations (local/target type id, exists, size, matches).
     pub fn is_type_based(self) -> bool {
-        matches!(self, Self::TypeIdLocal | Self::TypeIdTarget | Self::TypeExists | Self::TypeSize | Self::TypeMatches)
+        matches!(
+            self,
+            Self::TypeIdLocal
+                | Self::TypeIdTarget
+                | Self::TypeExists
+                | Self::TypeSize
+                | Self::TypeMatches
+        )
     }
 
     /// Enumerator relocations.
@@ -161,7 +168,11 @@ pub fn resolve<'t>(
 ) -> Result<Resolved<'t>> {
     let at = |e: Error| match e {
         Error::BadRelocation { reason, .. } => Error::BadRelocation { relo, reason },
-        Error::AmbiguousRelocation { first, second, .. } => Error::AmbiguousRelocation { relo, first, second },
+        Error::AmbiguousRelocation { first, second, .. } => Error::AmbiguousRelocation {
+            relo,
+            first,
+            second,
+        },
         other => other,
     };
     let local_type = local_btf.type_by_id(local_type_id).map_err(at)?;
@@ -169,33 +180,53 @@ pub fn resolve<'t>(
     let local = spec::parse_local_spec(local_btf, local_type_id, access, kind).map_err(at)?;
     if kind == RelocKind::TypeIdLocal {
         let id = u64::from(local_type_id);
-        let res = Resolution { orig_val: id, new_val: id, validate: false, ..Resolution::default() };
-        return Ok(Resolved { res, matches: Vec::new() });
+        let res = Resolution {
+            orig_val: id,
+            new_val: id,
+            validate: false,
+            ..Resolution::default()
+        };
+        return Ok(Resolved {
+            res,
+            matches: Vec::new(),
+        });
     }
     if local_name.is_empty() {
-        return Err(Error::BadRelocation { relo, reason: "relocation against an anonymous type" });
+        return Err(Error::BadRelocation {
+            relo,
+            reason: "relocation against an anonymous type",
+        });
     }
     if !cache.lists.contains_key(&local_type_id) {
         let list = index.candidates(local_name, local_type.kind())?;
         cache.lists.try_reserve(1)?;
         cache.lists.insert(local_type_id, list);
     }
-    let cands = cache.lists.get_mut(&local_type_id).ok_or(Error::OutOfMemory)?;
+    let cands = cache
+        .lists
+        .get_mut(&local_type_id)
+        .ok_or(Error::OutOfMemory)?;
     let mut chosen: Option<Resolution> = None;
     let mut matches: Vec<(Candidate, Spec<'t>)> = Vec::new();
     for cand in cands.iter() {
         let targ_btf = targets.btf(cand.source);
-        let Some(targ) = matching::spec_match(local_btf, &local, targ_btf, cand.id).map_err(at)? else {
+        let Some(targ) = matching::spec_match(local_btf, &local, targ_btf, cand.id).map_err(at)?
+        else {
             continue;
         };
-        let res = calc::calc_relo(local_btf, &local, targ_btf, Some(&targ), target_is_le).map_err(at)?;
+        let res =
+            calc::calc_relo(local_btf, &local, targ_btf, Some(&targ), target_is_le).map_err(at)?;
         if let (Some(first_res), Some((first, first_spec))) = (&chosen, matches.first()) {
             // All matching candidates must agree, or the relocation is ambiguous.
             if targ.bit_offset != first_spec.bit_offset
                 || res.poison != first_res.poison
                 || res.new_val != first_res.new_val
             {
-                return Err(Error::AmbiguousRelocation { relo, first: first.id, second: cand.id });
+                return Err(Error::AmbiguousRelocation {
+                    relo,
+                    first: first.id,
+                    second: cand.id,
+                });
             }
         } else {
             chosen = Some(res);
@@ -215,7 +246,8 @@ pub fn resolve<'t>(
             Ok(Resolved { res, matches })
         }
         None => {
-            let res = calc::calc_relo(local_btf, &local, targets.main(), None, target_is_le).map_err(at)?;
+            let res = calc::calc_relo(local_btf, &local, targets.main(), None, target_is_le)
+                .map_err(at)?;
             Ok(Resolved { res, matches })
         }
     }

@@ -41,9 +41,18 @@ fn bad(reason: &'static str) -> Error {
 fn poison(insns: &mut [Insn], idx: usize) -> Result<Patched> {
     let is_ld_imm64 = insns.get(idx).is_some_and(|i| i.code == LD_IMM64);
     let slots = if is_ld_imm64 { 2 } else { 1 };
-    let end = idx.checked_add(slots).filter(|&e| e <= insns.len()).ok_or(bad("instruction index out of range"))?;
+    let end = idx
+        .checked_add(slots)
+        .filter(|&e| e <= insns.len())
+        .ok_or(bad("instruction index out of range"))?;
     for insn in &mut insns[idx..end] {
-        *insn = Insn { code: CLASS_JMP | OP_CALL, dst_reg: 0, src_reg: 0, off: 0, imm: POISON_HELPER_ID };
+        *insn = Insn {
+            code: CLASS_JMP | OP_CALL,
+            dst_reg: 0,
+            src_reg: 0,
+            off: 0,
+            imm: POISON_HELPER_ID,
+        };
     }
     Ok(Patched::Poisoned)
 }
@@ -72,24 +81,35 @@ pub fn patch_insn(insns: &mut [Insn], idx: usize, res: &Resolution) -> Result<Pa
     if res.poison {
         return poison(insns, idx);
     }
-    let insn = *insns.get(idx).ok_or(bad("instruction index out of range"))?;
+    let insn = *insns
+        .get(idx)
+        .ok_or(bad("instruction index out of range"))?;
     match insn.code & 0x07 {
         CLASS_ALU | CLASS_ALU64 => {
             if insn.code & SRC_X != 0 {
-                return Err(bad("ALU instruction with a register operand cannot be relocated"));
+                return Err(bad(
+                    "ALU instruction with a register operand cannot be relocated",
+                ));
             }
             // libbpf compares the sign-extended immediate against the 64-bit expected value.
             let current = i64::from(insn.imm) as u64;
             if res.validate && current != res.orig_val {
-                return Err(bad("instruction's immediate differs from the expected original value"));
+                return Err(bad(
+                    "instruction's immediate differs from the expected original value",
+                ));
             }
             insns[idx].imm = res.new_val as i32;
-            Ok(Patched::Value { orig: current, new: res.new_val })
+            Ok(Patched::Value {
+                orig: current,
+                new: res.new_val,
+            })
         }
         CLASS_LDX | CLASS_ST | CLASS_STX => {
             let current = i64::from(insn.off) as u64;
             if res.validate && current != res.orig_val {
-                return Err(bad("instruction's offset differs from the expected original value"));
+                return Err(bad(
+                    "instruction's offset differs from the expected original value",
+                ));
             }
             if res.new_val > i16::MAX as u64 {
                 return Err(bad("relocated offset does not fit the instruction"));
@@ -102,27 +122,37 @@ pub fn patch_insn(insns: &mut [Insn], idx: usize, res: &Resolution) -> Result<Pa
                 if size_bytes(insn.code) != res.orig_sz {
                     return Err(bad("instruction's memory size differs from the field's"));
                 }
-                let code = size_code(res.new_sz).ok_or(bad("field size is not a valid memory size"))?;
+                let code =
+                    size_code(res.new_sz).ok_or(bad("field size is not a valid memory size"))?;
                 insns[idx].code = (insn.code & 0xe0) | code | (insn.code & 0x07);
             }
-            Ok(Patched::Value { orig: current, new: res.new_val })
+            Ok(Patched::Value {
+                orig: current,
+                new: res.new_val,
+            })
         }
         CLASS_LD => {
             let next = insns.get(idx + 1).copied();
             let well_formed = insn.code == LD_IMM64
                 && insn.src_reg == 0
                 && insn.off == 0
-                && next.is_some_and(|n| n.code == 0 && n.dst_reg == 0 && n.src_reg == 0 && n.off == 0);
+                && next
+                    .is_some_and(|n| n.code == 0 && n.dst_reg == 0 && n.src_reg == 0 && n.off == 0);
             let Some(next) = next.filter(|_| well_formed) else {
                 return Err(bad("ld_imm64 instruction has an unexpected form"));
             };
             let current = u64::from(insn.imm as u32) | (u64::from(next.imm as u32) << 32);
             if res.validate && current != res.orig_val {
-                return Err(bad("instruction's immediate differs from the expected original value"));
+                return Err(bad(
+                    "instruction's immediate differs from the expected original value",
+                ));
             }
             insns[idx].imm = res.new_val as i32;
             insns[idx + 1].imm = (res.new_val >> 32) as i32;
-            Ok(Patched::Value { orig: current, new: res.new_val })
+            Ok(Patched::Value {
+                orig: current,
+                new: res.new_val,
+            })
         }
         _ => Err(bad("instruction class cannot be relocated")),
     }

@@ -9,8 +9,8 @@ use crate::btf::Btf;
 use crate::error::{Error, Result};
 use crate::fallible;
 use crate::object::{BpfObject, INSN_SIZE, Insn};
-use object::endian::Endian;
 use alloc::vec::Vec;
+use object::endian::Endian;
 
 /// One CO-RE relocation of an object, located in its program and resolved.
 #[derive(Debug)]
@@ -96,21 +96,38 @@ pub fn relocate_object<'o, 't>(
             }
             // A record outside every program belongs to an eliminated weak subprogram; libbpf
             // skips it.
-            let Some(program) = obj.program_in(code.index, rec.insn_off) else { continue };
+            let Some(program) = obj.program_in(code.index, rec.insn_off) else {
+                continue;
+            };
             let section_insn = rec.insn_off / INSN_SIZE as u32;
             let kind = RelocKind::from_raw(rec.kind);
             let access = local.name(rec.access_str_off)?;
             let outcome = match kind {
-                None => Err(Error::BadRelocation { relo, reason: "unknown relocation kind" }),
-                Some(kind) => resolve(local, rec.type_id, access, kind, relo, targets, index, &mut cache, target_is_le)
-                    .and_then(|resolved| {
-                        let patched = patch_insn(&mut insns, section_insn as usize, &resolved.res)
-                            .map_err(|e| match e {
-                                Error::BadRelocation { reason, .. } => Error::BadRelocation { relo, reason },
-                                other => other,
-                            })?;
-                        Ok((resolved, patched))
-                    }),
+                None => Err(Error::BadRelocation {
+                    relo,
+                    reason: "unknown relocation kind",
+                }),
+                Some(kind) => resolve(
+                    local,
+                    rec.type_id,
+                    access,
+                    kind,
+                    relo,
+                    targets,
+                    index,
+                    &mut cache,
+                    target_is_le,
+                )
+                .and_then(|resolved| {
+                    let patched = patch_insn(&mut insns, section_insn as usize, &resolved.res)
+                        .map_err(|e| match e {
+                            Error::BadRelocation { reason, .. } => {
+                                Error::BadRelocation { relo, reason }
+                            }
+                            other => other,
+                        })?;
+                    Ok((resolved, patched))
+                }),
             };
             if matches!(outcome, Err(Error::OutOfMemory)) {
                 return Err(Error::OutOfMemory);
@@ -131,7 +148,17 @@ pub fn relocate_object<'o, 't>(
                 },
             )?;
         }
-        fallible::push(&mut sections, PatchedSection { index: code.index, name: section.name, insns })?;
+        fallible::push(
+            &mut sections,
+            PatchedSection {
+                index: code.index,
+                name: section.name,
+                insns,
+            },
+        )?;
     }
-    Ok(RelocatedObject { relocations, sections })
+    Ok(RelocatedObject {
+        relocations,
+        sections,
+    })
 }

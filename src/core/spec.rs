@@ -69,7 +69,10 @@ impl<'a> Spec<'a> {
 }
 
 fn too_deep() -> Error {
-    Error::Limit { what: "CO-RE access spec length", limit: MAX_SPEC_LEN }
+    Error::Limit {
+        what: "CO-RE access spec length",
+        limit: MAX_SPEC_LEN,
+    }
 }
 
 fn invalid(reason: &'static str) -> Error {
@@ -140,7 +143,9 @@ pub fn parse_local_spec<'a>(
     }
     if kind.is_type_based() {
         if access != "0" {
-            return Err(invalid("type relocation with access string other than \"0\""));
+            return Err(invalid(
+                "type relocation with access string other than \"0\"",
+            ));
         }
         return Ok(spec);
     }
@@ -153,10 +158,17 @@ pub fn parse_local_spec<'a>(
     // become huge unsigned values and fail the bounds checks below, as in libbpf.
     let first_idx = first as i32 as u32;
     spec.push_raw(first_idx)?;
-    spec.push_accessor(Accessor { type_id: id, idx: first_idx, name: None })?;
+    spec.push_accessor(Accessor {
+        type_id: id,
+        idx: first_idx,
+        name: None,
+    })?;
 
     if kind.is_enumval_based() {
-        let values = root.kind.any_enum().ok_or(invalid("enum relocation on a non-enum type"))?;
+        let values = root
+            .kind
+            .any_enum()
+            .ok_or(invalid("enum relocation on a non-enum type"))?;
         if raw.len() > 1 {
             return Err(invalid("enum relocation with more than one access index"));
         }
@@ -190,7 +202,11 @@ pub fn parse_local_spec<'a>(
                     if name.is_empty() {
                         return Err(invalid("member with empty name"));
                     }
-                    spec.push_accessor(Accessor { type_id: id, idx: access_idx, name: Some(name) })?;
+                    spec.push_accessor(Accessor {
+                        type_id: id,
+                        idx: access_idx,
+                        name: Some(name),
+                    })?;
                 }
                 id = m.type_id;
             }
@@ -204,11 +220,19 @@ pub fn parse_local_spec<'a>(
                 if !flex && access_idx >= a.nelems {
                     return Err(invalid("array index out of bounds"));
                 }
-                spec.push_accessor(Accessor { type_id: id, idx: access_idx, name: None })?;
+                spec.push_accessor(Accessor {
+                    type_id: id,
+                    idx: access_idx,
+                    name: None,
+                })?;
                 let size = btf.resolve_size(id)?;
                 spec.add_bits(u64::from(access_idx) * size * 8)?;
             }
-            _ => return Err(invalid("access string steps into a type that is not a struct, union or array")),
+            _ => {
+                return Err(invalid(
+                    "access string steps into a type that is not a struct, union or array",
+                ));
+            }
         }
     }
     Ok(spec)

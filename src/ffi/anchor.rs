@@ -21,7 +21,9 @@ pub(super) struct Anchor<T> {
 impl<T> Anchor<T> {
     /// Move `value` to the heap.
     pub(super) fn new(value: T) -> Self {
-        Anchor { ptr: Box::into_raw(Box::new(value)) }
+        Anchor {
+            ptr: Box::into_raw(Box::new(value)),
+        }
     }
 
     /// A shared reference to the value with a lifetime of the caller's choosing.

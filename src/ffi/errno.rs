@@ -118,7 +118,10 @@ mod tests {
     fn errors_become_errno_values() {
         assert_eq!(Errno::from(Error::OutOfMemory), Errno(libc::ENOMEM));
         assert_eq!(Errno::from(Error::BadHeader("x")), Errno(libc::EINVAL));
-        assert_eq!(Errno::from(Error::MissingSection(".BTF")), Errno(libc::ENODATA));
+        assert_eq!(
+            Errno::from(Error::MissingSection(".BTF")),
+            Errno(libc::ENODATA)
+        );
         let missing = std::fs::File::open("/nonexistent/btfgen").unwrap_err();
         assert_eq!(Errno::from(missing), Errno(libc::ENOENT));
     }

@@ -55,10 +55,18 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Errno> {
         _ => PathBuf::from("."),
     };
     let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{}.tmp.{}.{seq}", name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}.{seq}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| {
         // `create_new`: never follow or reuse a file someone else put there.
-        let mut file = OpenOptions::new().write(true).create_new(true).mode(0o644).open(&tmp)?;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -84,9 +92,15 @@ mod tests {
         assert_eq!(read(&file).unwrap(), b"bye");
         assert_eq!(read(&dir), Err(Errno(libc::EISDIR)));
         assert_eq!(read(&dir.join("missing")), Err(Errno(libc::ENOENT)));
-        assert_eq!(write_atomic(&dir.join("no/such/dir"), b"x"), Err(Errno(libc::ENOENT)));
+        assert_eq!(
+            write_atomic(&dir.join("no/such/dir"), b"x"),
+            Err(Errno(libc::ENOENT))
+        );
         // Only the output is left: no temporary files.
-        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, ["out.bin"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }

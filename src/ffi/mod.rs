@@ -28,7 +28,7 @@
 //!
 //! Conventions, as libbpf 1.x: a function returning a pointer returns NULL on failure and sets
 //! `errno`; a function returning `int` returns 0 or a negative errno (and sets `errno` to
-//! match). [`libbpf_get_error`] turns a NULL result into `-errno`. Every pointer argument may be
+//! match). `libbpf_get_error()` turns a NULL result into `-errno`. Every pointer argument may be
 //! NULL (`EINVAL`; free functions do nothing). No panic unwinds into C: one is caught at the
 //! boundary and reported as `ENOTRECOVERABLE`. Objects are independent; one object must not be
 //! used by two threads at once.
@@ -57,8 +57,8 @@ use session::Session;
 
 /// A BTF (libbpf's `struct btf`): raw BTF bytes, base or split, validated.
 ///
-/// Created by [`btf__parse`], [`btf__parse_split`] and [`bpf_reloc_info__get_btf`]; freed by
-/// [`btf__free`].
+/// Created by `btf__parse()`, `btf__parse_split()` and `bpf_reloc_info__get_btf()`; freed by
+/// `btf__free()`.
 #[allow(non_camel_case_types)]
 pub struct btf {
     data: Arc<BtfData>,
@@ -67,7 +67,7 @@ pub struct btf {
 /// What a [`btf`] holds. Shared so that a split BTF keeps its base's bytes alive even when the
 /// caller frees the base first.
 struct BtfData {
-    /// This BTF's own raw bytes (for split BTF: without the base's), as [`btf__raw_data`]
+    /// This BTF's own raw bytes (for split BTF: without the base's), as `btf__raw_data()`
     /// returns them.
     raw: Vec<u8>,
     /// The base of a split BTF.
@@ -89,13 +89,21 @@ impl BtfData {
     fn new_handle(raw: Vec<u8>, base: Option<Arc<BtfData>>) -> Result<Box<btf>, Errno> {
         let type_cnt = match &base {
             None => Btf::parse(&raw)?.type_cnt(),
-            Some(base) => base.with_parsed(&mut |base| Ok(Btf::parse_split(&raw, base)?.type_cnt()))?,
+            Some(base) => {
+                base.with_parsed(&mut |base| Ok(Btf::parse_split(&raw, base)?.type_cnt()))?
+            }
         };
-        Ok(Box::new(btf { data: Arc::new(BtfData { raw, base, type_cnt }) }))
+        Ok(Box::new(btf {
+            data: Arc::new(BtfData {
+                raw,
+                base,
+                type_cnt,
+            }),
+        }))
     }
 }
 
-/// Not produced by this library: [`btf__parse`] takes a `struct btf_ext **` only for
+/// Not produced by this library: `btf__parse()` takes a `struct btf_ext **` only for
 /// prototype compatibility with libbpf and always stores NULL there.
 #[allow(non_camel_case_types)]
 pub struct btf_ext {
@@ -105,8 +113,8 @@ pub struct btf_ext {
 /// A BPF ELF object opened for CO-RE relocation (libbpf's `struct bpf_object`): its bytes,
 /// validated at open, and its name.
 ///
-/// Created by [`bpf_object__open_file`], [`bpf_object__open_mem`] and [`bpf_object__open`];
-/// freed by [`bpf_object__close`].
+/// Created by `bpf_object__open_file()`, `bpf_object__open_mem()` and `bpf_object__open()`;
+/// freed by `bpf_object__close()`.
 #[allow(non_camel_case_types)]
 pub struct bpf_object {
     name: String,
@@ -127,7 +135,7 @@ impl bpf_object {
 /// The seed's `struct btf_reloc_info`: a target BTF (plus optional module BTFs) and what the
 /// CO-RE relocations of every object added so far need from it.
 ///
-/// Created by [`bpf_reloc_info__new`]; freed by [`bpf_reloc_info__free`].
+/// Created by `bpf_reloc_info__new()`; freed by `bpf_reloc_info__free()`.
 #[allow(non_camel_case_types)]
 pub struct btf_reloc_info {
     session: Session,
@@ -152,7 +160,7 @@ impl btf_reloc_info {
     }
 }
 
-/// Options of [`bpf_object__open_file`] and [`bpf_object__open_mem`], laid out exactly as
+/// Options of `bpf_object__open_file()` and `bpf_object__open_mem()`, laid out exactly as
 /// libbpf 1.1's `struct bpf_object_open_opts`.
 ///
 /// Set `sz` to `sizeof(struct bpf_object_open_opts)` and zero the whole struct first (as
@@ -241,7 +249,10 @@ unsafe fn object_name_opt(opts: *const bpf_object_open_opts) -> Result<Option<St
 /// Read a target BTF file and start a session on it.
 fn new_reloc_info(path: &std::path::Path) -> Result<Box<btf_reloc_info>, Errno> {
     let session = Session::new(files::read(path)?)?;
-    Ok(Box::new(btf_reloc_info { session, poisoned: false }))
+    Ok(Box::new(btf_reloc_info {
+        session,
+        poisoned: false,
+    }))
 }
 
 /// The raw BTF in `data`: `data` itself, or its `.BTF` section when it is an ELF file.
@@ -610,7 +621,13 @@ pub unsafe extern "C" fn btf__free(btf: *mut btf) {
 /// returned here, provided nothing changed `errno` in between.
 #[unsafe(no_mangle)]
 pub extern "C" fn libbpf_get_error(ptr: *const c_void) -> c_long {
-    guard(0, || if ptr.is_null() { -c_long::from(errno::errno()) } else { 0 })
+    guard(0, || {
+        if ptr.is_null() {
+            -c_long::from(errno::errno())
+        } else {
+            0
+        }
+    })
 }
 
 #[cfg(test)]
@@ -678,7 +695,10 @@ mod tests {
             let missing = c"/nonexistent/vmlinux";
             assert!(bpf_reloc_info__new(missing.as_ptr()).is_null());
             assert_eq!(libbpf_get_error(ptr::null()), -c_long::from(libc::ENOENT));
-            assert_eq!(bpf_object__reloc_info_gen(ptr::null_mut(), ptr::null_mut()), -libc::EINVAL);
+            assert_eq!(
+                bpf_object__reloc_info_gen(ptr::null_mut(), ptr::null_mut()),
+                -libc::EINVAL
+            );
             bpf_reloc_info__free(ptr::null_mut());
             bpf_object__close(ptr::null_mut());
             btf__free(ptr::null_mut());

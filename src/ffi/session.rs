@@ -27,7 +27,10 @@ pub(super) struct Session {
     module_bytes: Vec<Anchor<Vec<u8>>>,
     /// The main target BTF, borrowing `main_bytes`.
     main: Anchor<Btf<'static>>,
-    #[expect(dead_code, reason = "owned only to keep the bytes `main` borrows alive")]
+    #[expect(
+        dead_code,
+        reason = "owned only to keep the bytes `main` borrows alive"
+    )]
     main_bytes: Anchor<Vec<u8>>,
 }
 
@@ -40,7 +43,13 @@ impl Session {
         // error owns no references into the bytes.
         let data: &'static Vec<u8> = unsafe { main_bytes.get_unbounded() };
         let main = Anchor::new(Btf::parse_raw_or_elf(data, None)?);
-        Ok(Session { info: None, modules: Vec::new(), module_bytes: Vec::new(), main, main_bytes })
+        Ok(Session {
+            info: None,
+            modules: Vec::new(),
+            module_bytes: Vec::new(),
+            main,
+            main_bytes,
+        })
     }
 
     /// Add a kernel module BTF (split on the main BTF), searched for candidates only when the
@@ -86,7 +95,11 @@ impl Session {
 
     /// Relocate the object in `data` and record what its relocations need (`name` names it in
     /// the recorded reasons). A failing object records nothing.
-    pub(super) fn add_object(&mut self, name: &str, data: &[u8]) -> core::result::Result<(), Errno> {
+    pub(super) fn add_object(
+        &mut self,
+        name: &str,
+        data: &[u8],
+    ) -> core::result::Result<(), Errno> {
         let obj = BpfObject::parse(data)?;
         // `btfgen min-core-btf` rejects such an object too; libbpf's errno for "no .BTF".
         let local_bytes = obj.btf_bytes().ok_or(Errno(libc::ENODATA))?;
@@ -131,9 +144,16 @@ mod tests {
     #[test]
     fn modules_only_before_the_first_object() {
         let mut session = Session::new(fixture("tests/data/targets/base.btf")).unwrap();
-        session.add_module(fixture("tests/data/targets/module.btf")).unwrap();
+        session
+            .add_module(fixture("tests/data/targets/module.btf"))
+            .unwrap();
         assert_eq!(session.add_module(b"junk".to_vec()), Err(Errno::INVAL));
-        session.add_object("module", &fixture("tests/data/progs/module.bpf.o")).unwrap();
-        assert_eq!(session.add_module(fixture("tests/data/targets/module.btf")), Err(Errno(libc::EBUSY)));
+        session
+            .add_object("module", &fixture("tests/data/progs/module.bpf.o"))
+            .unwrap();
+        assert_eq!(
+            session.add_module(fixture("tests/data/targets/module.btf")),
+            Err(Errno(libc::EBUSY))
+        );
     }
 }

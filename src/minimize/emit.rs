@@ -42,7 +42,10 @@ fn new_id(targets: &Targets<'_>, keys: &[TypeKey], source: BtfSource, id: u32) -
             None => return Ok(0),
         }
     }
-    Err(Error::BadType { id, reason: "modifier/typedef chain too deep" })
+    Err(Error::BadType {
+        id,
+        reason: "modifier/typedef chain too deep",
+    })
 }
 
 /// The index type every kept array uses: its own if kept, else the first kept integer. When no
@@ -53,7 +56,9 @@ fn array_index_type(targets: &Targets<'_>, keys: &mut Vec<TypeKey>) -> Result<Op
     for (pos, &(source, id)) in keys.iter().enumerate() {
         match targets.btf(source).type_by_id(id)?.kind {
             TypeKind::Int { .. } if first_int.is_none() => first_int = Some(pos as u32 + 1),
-            TypeKind::Array(a) if fallback.is_none() => fallback = Some(owner(targets, source, a.index_type)),
+            TypeKind::Array(a) if fallback.is_none() => {
+                fallback = Some(owner(targets, source, a.index_type))
+            }
             _ => {}
         }
     }
@@ -94,7 +99,11 @@ pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
                 Err(_) => index_type,
             };
             writer.begin_type(btf.name(ty.name_off)?, Kind::Array, false, 0, 0)?;
-            for word in [new_id(targets, &keys, source, a.elem_type)?, index, a.nelems] {
+            for word in [
+                new_id(targets, &keys, source, a.elem_type)?,
+                index,
+                a.nelems,
+            ] {
                 writer.push_word(word)?;
             }
             continue;
@@ -107,5 +116,8 @@ pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
             |index| mark.is_some_and(|m| m.keeps(index)),
         )?;
     }
-    Ok(Emitted { bytes: writer.finish()?, keys })
+    Ok(Emitted {
+        bytes: writer.finish()?,
+        keys,
+    })
 }

@@ -43,7 +43,11 @@ pub struct Mark {
 impl Mark {
     /// Whether member / enumerator `index` is kept.
     pub fn keeps(&self, index: usize) -> bool {
-        self.whole || self.members.binary_search_by_key(&(index as u32), |(i, _)| *i).is_ok()
+        self.whole
+            || self
+                .members
+                .binary_search_by_key(&(index as u32), |(i, _)| *i)
+                .is_ok()
     }
 }
 
@@ -155,7 +159,8 @@ impl<'t> Recorder<'_, '_, 't> {
                 relo: 0,
                 reason: "enum target spec without an enumerator",
             })?;
-            self.marks.mark_member(self.key(source, resolved), value, self.reason)
+            self.marks
+                .mark_member(self.key(source, resolved), value, self.reason)
         }
     }
 
@@ -174,7 +179,10 @@ impl<'t> Recorder<'_, '_, 't> {
                 None => return Ok(id),
             }
         }
-        Err(Error::BadType { id, reason: "modifier/typedef chain too deep" })
+        Err(Error::BadType {
+            id,
+            reason: "modifier/typedef chain too deep",
+        })
     }
 
     /// Walk the target spec's low-level path from the root, keeping every member on it and the
@@ -190,7 +198,8 @@ impl<'t> Recorder<'_, '_, 't> {
                         id: ty.id,
                         reason: "target spec names a member that does not exist",
                     })?;
-                    self.marks.mark_member(self.key(source, ty.id), index, self.reason)?;
+                    self.marks
+                        .mark_member(self.key(source, ty.id), index, self.reason)?;
                     self.mark_field_type(source, member.type_id)?;
                     // libbpf lets a zero-length array be indexed only as the last member; keep
                     // the real last member too, so dropping members cannot make one flexible.
@@ -200,15 +209,25 @@ impl<'t> Recorder<'_, '_, 't> {
                         TypeKind::Array(a) if a.nelems == 0
                     );
                     if zero_len_array && index as usize != last {
-                        let last_member = c.member(last).ok_or(Error::BadType { id: ty.id, reason: "no last member" })?;
-                        self.marks.mark_member(self.key(source, ty.id), last as u32, self.reason)?;
+                        let last_member = c.member(last).ok_or(Error::BadType {
+                            id: ty.id,
+                            reason: "no last member",
+                        })?;
+                        self.marks.mark_member(
+                            self.key(source, ty.id),
+                            last as u32,
+                            self.reason,
+                        )?;
                         self.mark_field_type(source, last_member.type_id)?;
                     }
                     id = member.type_id;
                 }
                 TypeKind::Array(a) => id = a.elem_type,
                 _ => {
-                    return Err(Error::BadType { id: ty.id, reason: "target spec steps into a non-composite type" });
+                    return Err(Error::BadType {
+                        id: ty.id,
+                        reason: "target spec steps into a non-composite type",
+                    });
                 }
             }
         }
@@ -232,7 +251,10 @@ impl<'t> Recorder<'_, '_, 't> {
                 _ => return Ok(()),
             }
         }
-        Err(Error::BadType { id, reason: "nested arrays too deep" })
+        Err(Error::BadType {
+            id,
+            reason: "nested arrays too deep",
+        })
     }
 
     /// Keep what type compatibility looks at: kinds through pointers, arrays and function

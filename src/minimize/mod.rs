@@ -7,12 +7,12 @@ pub mod marks;
 use crate::btf::Btf;
 use crate::core::relocate::relocate_object;
 use crate::core::{Candidate, CandidateIndex, RelocKind, Targets};
-use hashbrown::HashMap;
 use crate::error::{Error, Result};
 use crate::fallible;
 use crate::object::BpfObject;
 use alloc::string::String;
 use alloc::vec::Vec;
+use hashbrown::HashMap;
 use marks::{Marks, ReasonId, Recorder};
 
 /// One relocation that needed something kept (for `--explain`).
@@ -63,7 +63,13 @@ pub struct RelocInfo<'t> {
 impl<'t> RelocInfo<'t> {
     /// Start with nothing recorded against `targets`.
     pub fn new(targets: Targets<'t>) -> Self {
-        RelocInfo { targets, index: CandidateIndex::new(), marks: Marks::new(), reasons: Vec::new(), stats: Stats::default() }
+        RelocInfo {
+            targets,
+            index: CandidateIndex::new(),
+            marks: Marks::new(),
+            reasons: Vec::new(),
+            stats: Stats::default(),
+        }
     }
 
     /// The target BTFs.
@@ -116,15 +122,22 @@ impl<'t> RelocInfo<'t> {
             }
         }
         for r in &relocated.relocations {
-            let Ok((resolved, _)) = &r.outcome else { continue };
+            let Ok((resolved, _)) = &r.outcome else {
+                continue;
+            };
             self.stats.relocations += 1;
-            let Some(keep) = chosen.get(&r.local_type_id) else { continue };
+            let Some(keep) = chosen.get(&r.local_type_id) else {
+                continue;
+            };
             if resolved.matches.is_empty() {
                 continue;
             }
             self.stats.resolved += 1;
             let reason = self.reasons.len() as ReasonId;
-            let kind = r.kind.ok_or(Error::BadRelocation { relo: r.relo, reason: "unknown relocation kind" })?;
+            let kind = r.kind.ok_or(Error::BadRelocation {
+                relo: r.relo,
+                reason: "unknown relocation kind",
+            })?;
             fallible::push(
                 &mut self.reasons,
                 Reason {
@@ -135,7 +148,11 @@ impl<'t> RelocInfo<'t> {
                     access: fallible::to_string(r.access)?,
                 },
             )?;
-            let mut recorder = Recorder { marks, targets: &self.targets, reason };
+            let mut recorder = Recorder {
+                marks,
+                targets: &self.targets,
+                reason,
+            };
             match resolved.matches.iter().find(|(cand, _)| cand == keep) {
                 Some((cand, spec)) => recorder.record(cand.source, spec)?,
                 // Not reachable while pruning holds; keeping every match is always safe.
@@ -152,7 +169,10 @@ impl<'t> RelocInfo<'t> {
     /// Emit the minimized BTF.
     pub fn to_btf(&self) -> Result<Minimized> {
         let emitted = emit::emit(&self.targets, &self.marks)?;
-        Ok(Minimized { bytes: emitted.bytes, types: emitted.keys.len() })
+        Ok(Minimized {
+            bytes: emitted.bytes,
+            types: emitted.keys.len(),
+        })
     }
 
     /// Describe, for each kept type and member, the relocations that needed it.
@@ -161,7 +181,9 @@ impl<'t> RelocInfo<'t> {
         let keys = self.marks.sorted_keys()?;
         let mut sink = fallible::StringSink::new(out);
         for (pos, key) in keys.iter().enumerate() {
-            let Some(mark) = self.marks.get(key) else { continue };
+            let Some(mark) = self.marks.get(key) else {
+                continue;
+            };
             let btf = self.targets.btf(key.0);
             let ty = btf.type_by_id(key.1)?;
             let kind = ty.kind().map_or("void", |k| k.libbpf_name());
@@ -171,7 +193,11 @@ impl<'t> RelocInfo<'t> {
             for (index, reasons) in &mark.members {
                 let entry = match ty.kind.composite() {
                     Some(c) => c.member(*index as usize).map(|m| m.name_off),
-                    None => ty.kind.any_enum().and_then(|e| e.value(*index as usize)).map(|v| v.name_off),
+                    None => ty
+                        .kind
+                        .any_enum()
+                        .and_then(|e| e.value(*index as usize))
+                        .map(|v| v.name_off),
                 };
                 let entry = or_anon(entry.map(|off| btf.name(off)).transpose()?.unwrap_or(""));
                 let _ = writeln!(sink, "    .{entry} (#{index})");
@@ -181,9 +207,17 @@ impl<'t> RelocInfo<'t> {
         sink.finish()
     }
 
-    fn write_reasons(&self, sink: &mut fallible::StringSink<'_>, indent: &str, reasons: &[ReasonId]) {
+    fn write_reasons(
+        &self,
+        sink: &mut fallible::StringSink<'_>,
+        indent: &str,
+        reasons: &[ReasonId],
+    ) {
         use core::fmt::Write;
-        for r in reasons.iter().filter_map(|&id| self.reasons.get(id as usize)) {
+        for r in reasons
+            .iter()
+            .filter_map(|&id| self.reasons.get(id as usize))
+        {
             let _ = writeln!(
                 sink,
                 "{indent}needed by {}: prog '{}' relo #{} {} {}",

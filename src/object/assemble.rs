@@ -140,7 +140,9 @@ pub fn is_subprogram(obj: &BpfObject<'_>, program: &Program<'_>) -> bool {
 
 /// The entry-point programs of `obj`, in section and offset order.
 pub fn entry_points<'s, 'a>(obj: &'s BpfObject<'a>) -> impl Iterator<Item = &'s Program<'a>> {
-    obj.programs().iter().filter(move |p| !is_subprogram(obj, p))
+    obj.programs()
+        .iter()
+        .filter(move |p| !is_subprogram(obj, p))
 }
 
 /// Assemble the entry-point program `name` of `obj`. `btf` is the object's parsed `.BTF`,
@@ -153,7 +155,9 @@ pub fn assemble<'a>(
 ) -> Result<AssembledProgram<'a>> {
     let program = entry_points(obj)
         .find(|p| p.name == name)
-        .ok_or(Error::InvalidArgument("no entry-point program of that name"))?;
+        .ok_or(Error::InvalidArgument(
+            "no entry-point program of that name",
+        ))?;
     Assembler::new(obj, btf, code)?.program(program)
 }
 
@@ -220,9 +224,11 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
             ));
         }
         for c in code {
-            let section = obj.section_by_index(c.section_index).ok_or(Error::InvalidArgument(
-                "assembly: replacement code for a section that is not executable",
-            ))?;
+            let section = obj
+                .section_by_index(c.section_index)
+                .ok_or(Error::InvalidArgument(
+                    "assembly: replacement code for a section that is not executable",
+                ))?;
             if section.insn_count() != c.insns.len() {
                 return Err(Error::InvalidArgument(
                     "assembly: replacement code is not as long as its section",
@@ -309,11 +315,7 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
         let in_text = Some(sym_section) == self.text;
         if is_call {
             if insn.src_reg != PSEUDO_CALL {
-                return Err(bad(
-                    "relocated call is not a BPF-to-BPF call",
-                    section,
-                    at,
-                ));
+                return Err(bad("relocated call is not a BPF-to-BPF call", section, at));
             }
             if !in_text {
                 return Err(bad(
@@ -333,8 +335,10 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
                 sym_off: rel.symbol_value,
             }));
         }
-        let local_section = rel.symbol_bind == elf::STB_LOCAL.0 && rel.symbol_type == elf::STT_SECTION.0;
-        let global_func = rel.symbol_bind == elf::STB_GLOBAL.0 && rel.symbol_type == elf::STT_FUNC.0;
+        let local_section =
+            rel.symbol_bind == elf::STB_LOCAL.0 && rel.symbol_type == elf::STT_SECTION.0;
+        let global_func =
+            rel.symbol_bind == elf::STB_GLOBAL.0 && rel.symbol_type == elf::STT_FUNC.0;
         if in_text && (local_section || global_func) {
             if rel.symbol_value % INSN_SIZE as u64 != 0 || insn.imm % INSN_SIZE as i32 != 0 {
                 return Err(bad(
@@ -377,7 +381,13 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
         let mut insns = Vec::new();
         self.copy_code(main, &mut insns)?;
         let mut parts = Vec::new();
-        fallible::push(&mut parts, Part { program: *main, start: 0 })?;
+        fallible::push(
+            &mut parts,
+            Part {
+                program: *main,
+                start: 0,
+            },
+        )?;
         // Depth-first scan without recursion: each frame is a part and the next instruction
         // of it to look at. A subprogram is appended at most once, so the stack is bounded by
         // the number of functions.
@@ -402,7 +412,13 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
                         limit: u32::MAX as usize,
                     })?;
                     self.copy_code(&callee, &mut insns)?;
-                    fallible::push(&mut parts, Part { program: callee, start })?;
+                    fallible::push(
+                        &mut parts,
+                        Part {
+                            program: callee,
+                            start,
+                        },
+                    )?;
                     fallible::push(&mut stack, (parts.len() - 1, 0))?;
                     start
                 }
@@ -472,9 +488,7 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
                     ));
                 }
                 // A call within the section needs no relocation: `imm` is relative.
-                None if is_subprog_call(&insn) => {
-                    i64::from(section_insn) + i64::from(insn.imm) + 1
-                }
+                None if is_subprog_call(&insn) => i64::from(section_insn) + i64::from(insn.imm) + 1,
                 None => continue,
             };
             let callee = u32::try_from(target)
@@ -646,7 +660,12 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
 }
 
 /// `rec` of `part`, moved to the assembled program.
-fn placed<'a>(part: &Part<'a>, section: &'a str, relo: u32, rec: &CoreRelo) -> Result<PlacedCoreRelo<'a>> {
+fn placed<'a>(
+    part: &Part<'a>,
+    section: &'a str,
+    relo: u32,
+    rec: &CoreRelo,
+) -> Result<PlacedCoreRelo<'a>> {
     let k = (rec.insn_off - part.program.offset) / INSN_SIZE as u32;
     let insn_off = (part.start + k)
         .checked_mul(INSN_SIZE as u32)
@@ -684,18 +703,18 @@ pub fn loadable_btf(obj: &BpfObject<'_>) -> Result<Vec<u8>> {
             })
     };
     // Validated by `Btf::parse`: the type section starts at hdr_len + type_off.
-    let types_start = word(4)?.checked_add(word(8)?).ok_or(Error::BadHeader(
-        "type section offset overflows",
-    ))?;
+    let types_start = word(4)?
+        .checked_add(word(8)?)
+        .ok_or(Error::BadHeader("type section offset overflows"))?;
     let mut records: Vec<usize> = fallible::vec_with_capacity(btf.type_cnt() as usize)?;
     records.push(0); // id 0 (void) has no record
     let mut pos = types_start;
     for ty in btf.types() {
         let ty = ty?;
         records.push(pos);
-        pos = pos.checked_add(record_len(&ty)).ok_or(Error::BadHeader(
-            "type section offset overflows",
-        ))?;
+        pos = pos
+            .checked_add(record_len(&ty))
+            .ok_or(Error::BadHeader("type section offset overflows"))?;
     }
     let mut out = fallible::to_vec(raw)?;
     let mut fixer = DatasecFixer {
@@ -764,7 +783,10 @@ impl DatasecFixer<'_, '_> {
     }
 
     fn record(&self, id: u32) -> Result<usize> {
-        self.records.get(id as usize).copied().ok_or(Error::NoSuchType(id))
+        self.records
+            .get(id as usize)
+            .copied()
+            .ok_or(Error::NoSuchType(id))
     }
 
     fn fix(&mut self, id: u32, name_off: u32, size: u32, vars: usize) -> Result<()> {
@@ -848,5 +870,257 @@ impl DatasecFixer<'_, '_> {
             let hidden = visibility == elf::STV_HIDDEN || visibility == elf::STV_INTERNAL;
             wanted.then(|| (sym.st_value(endian), hidden))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    const CALLS: &[u8] = include_bytes!("../../tests/data/progs/calls.bpf.o");
+    const MULTI: &[u8] = include_bytes!("../../tests/data/progs/multi.bpf.o");
+
+    fn all(data: &[u8]) -> Vec<AssembledProgram<'_>> {
+        let obj = BpfObject::parse(data).unwrap();
+        let btf = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+        // `btf` borrows `data`, not `obj`, so the result outlives both locals.
+        assemble_all(&obj, Some(&btf), &[]).unwrap()
+    }
+
+    fn layout<'a>(p: &AssembledProgram<'a>) -> Vec<(&'a str, u32)> {
+        p.parts
+            .iter()
+            .map(|part| (part.program.name, part.start))
+            .collect()
+    }
+
+    #[test]
+    fn subprograms_are_appended_depth_first_once() {
+        // Expected layouts and call offsets as libbpf 1.1 logs them for this object
+        // ("added N insns from sub-prog", "insn #I relocated, imm X").
+        let progs = all(CALLS);
+        let names: Vec<&str> = progs.iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["calls_parent", "calls_both", "calls_loop"]);
+
+        let parent = &progs[0];
+        assert_eq!(
+            layout(parent),
+            [("calls_parent", 0), ("via_parent", 4), ("leaf_tgid", 15)]
+        );
+        assert_eq!(parent.insns.len(), 24);
+        assert_eq!(parent.insns[2].imm, 1);
+        assert_eq!(parent.insns[4 + 8].imm, 2);
+
+        let both = &progs[1];
+        assert_eq!(
+            layout(both),
+            [
+                ("calls_both", 0),
+                ("via_leader", 21),
+                ("leaf_tgid", 34),
+                ("via_parent", 43),
+                ("add_ints", 54)
+            ]
+        );
+        assert_eq!(both.insns.len(), 57);
+        let imms: Vec<i32> = [3, 6, 9, 21 + 8, 43 + 8]
+            .iter()
+            .map(|&i| both.insns[i].imm)
+            .collect();
+        assert_eq!(imms, [17, 36, 44, 4, -18]);
+
+        let lp = &progs[2];
+        assert_eq!(layout(lp), [("calls_loop", 0), ("loop_cb", 11)]);
+        let ld = lp.insns[5];
+        assert_eq!((ld.code, ld.src_reg, ld.imm), (LD_IMM64, PSEUDO_FUNC, 5));
+        assert_eq!(lp.insns[6].imm, 0);
+        assert!(progs.iter().all(|p| p.relocations.is_empty()));
+    }
+
+    #[test]
+    fn ext_records_follow_their_code() {
+        let progs = all(CALLS);
+        let both = &progs[1];
+        let funcs: Vec<u32> = both.func_info.iter().map(|f| f.insn_off).collect();
+        assert_eq!(funcs, [0, 21, 34, 43, 54]);
+        // Each part's first line_info record is at its first instruction (the kernel requires
+        // it), and the records stay sorted.
+        for part in &both.parts {
+            assert!(both.line_info.iter().any(|l| l.insn_off == part.start));
+        }
+        assert!(
+            both.line_info
+                .windows(2)
+                .all(|w| w[0].insn_off < w[1].insn_off)
+        );
+        // libbpf: calls_both relo #0 at insn 11, via_leader #1 and #2 at 1 and 9, leaf_tgid
+        // #4 at 1, via_parent #0 at 1 (of .text's records).
+        let relos: Vec<(u32, &str, u32)> = both
+            .core_relos
+            .iter()
+            .map(|r| (r.insn_off, r.section, r.relo))
+            .collect();
+        assert_eq!(
+            relos,
+            [
+                (11 * 8, "raw_tp/sys_enter", 0),
+                (22 * 8, ".text", 1),
+                (30 * 8, ".text", 2),
+                (35 * 8, ".text", 4),
+                (44 * 8, ".text", 0),
+            ]
+        );
+        let lp = &progs[2];
+        let relos: Vec<u32> = lp.core_relos.iter().map(|r| r.insn_off).collect();
+        assert_eq!(relos, [11 * 8]);
+        assert_eq!(lp.core_relos[0].section_insn, 27);
+    }
+
+    #[test]
+    fn multi_shares_its_subprogram() {
+        let progs = all(MULTI);
+        assert_eq!(layout(&progs[0]), [("multi_a", 0), ("parent_tgid", 15)]);
+        assert_eq!(progs[0].insns[3].imm, 11);
+        assert_eq!(layout(&progs[1]), [("multi_b", 0), ("parent_tgid", 22)]);
+        assert_eq!(layout(&progs[2]), [("multi_c", 0)]);
+        let offs: Vec<u32> = progs[1].core_relos.iter().map(|r| r.insn_off / 8).collect();
+        assert_eq!(offs, [5, 12, 23, 29, 36]);
+    }
+
+    #[test]
+    fn one_program_by_name_and_replacement_code() {
+        let obj = BpfObject::parse(CALLS).unwrap();
+        let btf = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+        assert_eq!(
+            assemble(&obj, Some(&btf), "via_parent", &[]).unwrap_err(),
+            Error::InvalidArgument("no entry-point program of that name")
+        );
+        assert!(matches!(
+            assemble(&obj, None, "calls_both", &[]),
+            Err(Error::InvalidArgument(_))
+        ));
+        let text = obj.section_by_name(".text").unwrap();
+        let mut insns: Vec<Insn> = (0..text.insn_count())
+            .map(|i| text.insn(i).unwrap())
+            .collect();
+        // leaf_tgid's CO-RE load of tgid's offset, as if patched.
+        insns[37].imm = 1234;
+        let code = [SectionCode {
+            section_index: text.index,
+            insns: &insns,
+        }];
+        let both = assemble(&obj, Some(&btf), "calls_both", &code).unwrap();
+        assert_eq!(both.insns[35].imm, 1234);
+        let short = [SectionCode {
+            section_index: text.index,
+            insns: &insns[1..],
+        }];
+        assert!(matches!(
+            assemble(&obj, Some(&btf), "calls_both", &short),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    /// `CALLS` with `f` applied to the bytes of its `.text` section.
+    fn with_text(f: impl Fn(&mut [u8])) -> Vec<u8> {
+        let obj = BpfObject::parse(CALLS).unwrap();
+        let text = obj.section_by_name(".text").unwrap().data;
+        let start = text.as_ptr() as usize - CALLS.as_ptr() as usize;
+        let mut data = CALLS.to_vec();
+        f(&mut data[start..start + text.len()]);
+        data
+    }
+
+    #[test]
+    fn bad_call_targets_are_errors() {
+        // via_parent's call to leaf_tgid (.text insn 11, no relocation) sent past .text.
+        let data = with_text(|t| t[11 * 8 + 4] = 0x7f);
+        let obj = BpfObject::parse(&data).unwrap();
+        let btf = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+        assert_eq!(
+            assemble(&obj, Some(&btf), "calls_parent", &[]).unwrap_err(),
+            bad(
+                "call or function address points outside every .text function",
+                obj.section_by_name(".text").unwrap().index,
+                88
+            )
+        );
+        // calls_loop does not reach it.
+        assert!(assemble(&obj, Some(&btf), "calls_loop", &[]).is_ok());
+    }
+
+    #[test]
+    fn calls_into_the_middle_of_a_function_go_to_its_start() {
+        // libbpf looks the callee up by the instruction it lands on and calls its start.
+        let data = with_text(|t| t[11 * 8 + 4] = 0x19);
+        let obj = BpfObject::parse(&data).unwrap();
+        let btf = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+        let parent = assemble(&obj, Some(&btf), "calls_parent", &[]).unwrap();
+        assert_eq!(
+            layout(&parent),
+            [("calls_parent", 0), ("via_parent", 4), ("leaf_tgid", 15)]
+        );
+        assert_eq!(parent.insns[12].imm, 2);
+    }
+
+    /// Byte ranges of `CALLS` that assembly reads: everything but DWARF and its relocations.
+    fn read_ranges() -> Vec<core::ops::Range<usize>> {
+        let obj = BpfObject::parse(CALLS).unwrap();
+        let endian = obj.endian;
+        let mut ranges = vec![0..64];
+        for sh in obj.elf_sections.iter() {
+            let name = obj.elf_sections.section_name(endian, sh).unwrap();
+            if name.starts_with(b".debug") || name.starts_with(b".rel.debug") {
+                continue;
+            }
+            let start = sh.sh_offset(endian) as usize;
+            ranges.push(start..start + sh.sh_size(endian) as usize);
+        }
+        ranges
+    }
+
+    #[test]
+    fn corrupt_objects_never_panic() {
+        let ranges = read_ranges();
+        for flip in [0x01, 0xff] {
+            for pos in ranges.iter().flat_map(|r| r.clone()) {
+                let mut data = CALLS.to_vec();
+                data[pos] ^= flip;
+                let Ok(obj) = BpfObject::parse(&data) else {
+                    continue;
+                };
+                let btf = obj.btf_bytes().and_then(|b| Btf::parse(b).ok());
+                let _ = assemble_all(&obj, btf.as_ref(), &[]);
+                let _ = loadable_btf(&obj);
+            }
+        }
+    }
+
+    #[test]
+    fn loadable_btf_fills_datasecs() {
+        let obj = BpfObject::parse(CALLS).unwrap();
+        let fixed = loadable_btf(&obj).unwrap();
+        let before = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+        let after = Btf::parse(&fixed).unwrap();
+        assert_eq!(before.type_cnt(), after.type_cnt());
+        let datasecs: Vec<_> = after
+            .types()
+            .filter_map(|t| match t.unwrap().kind {
+                TypeKind::Datasec(d) => Some((
+                    d.size,
+                    d.vars().map(|v| (v.offset, v.size)).collect::<Vec<_>>(),
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(datasecs, vec![(4, vec![(0, 4)])]);
+        // Only the DATASEC's size changed.
+        let changed = fixed
+            .iter()
+            .zip(obj.btf_bytes().unwrap())
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(changed, 1);
     }
 }

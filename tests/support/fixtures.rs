@@ -101,7 +101,11 @@ pub fn pipeline(mode: TargetMode<'_>, objects: &[&[u8]]) -> Result<Output> {
 fn run(targets: Targets<'_>, objects: &[&[u8]]) -> Result<Output> {
     let mut info = RelocInfo::new(targets);
     for (i, object) in objects.iter().enumerate() {
-        add_object(&mut info, if i == 0 { "first.o" } else { "other.o" }, object)?;
+        add_object(
+            &mut info,
+            if i == 0 { "first.o" } else { "other.o" },
+            object,
+        )?;
     }
     let minimized = info.to_btf()?;
     let mut explain = String::new();
@@ -109,5 +113,9 @@ fn run(targets: Targets<'_>, objects: &[&[u8]]) -> Result<Output> {
     let out = Btf::parse(&minimized.bytes)?;
     let mut dump = String::new();
     btfgen::btf::dump::dump(&out, &mut dump)?;
-    Ok(Output { bytes: minimized.bytes, explain, dump })
+    Ok(Output {
+        bytes: minimized.bytes,
+        explain,
+        dump,
+    })
 }

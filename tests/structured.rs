@@ -1,0 +1,178 @@
+//! Structure-aware property tests: adversarial but well-formed BTF ([`adversarial`]) fed to the
+//! whole min-core-btf pipeline against the fixture objects, and generated objects (a fixture
+//! with its `.BTF`/`.BTF.ext` replaced) against targets made from their own local types.
+//!
+//! Properties, for every case:
+//! - the generated target BTF parses and validates (the generator is honest);
+//! - the pipeline never panics and returns within [`TIME_LIMIT`];
+//! - when it succeeds, the minimized BTF parses and validates again, and dumps.
+//!
+//! A fixed-seed loop ([`CASES`] per family) runs as a normal `cargo test`; the `structured`
+//! fuzz target drives the same generator from libFuzzer. Named cases below pin the shapes that
+//! once hung or crashed.
+
+#[path = "support/adversarial.rs"]
+mod adversarial;
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
+use arbitrary::Unstructured;
+use btfgen::btf::{Btf, Endianness};
+use btfgen::object::BpfObject;
+use fixtures::{Output, TargetMode, pipeline, read};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+/// Cases per family in the fixed-seed loops (fewer in unoptimized builds).
+const CASES: u64 = if cfg!(debug_assertions) { 40 } else { 300 };
+/// Longest one case may take (generous in unoptimized builds).
+const TIME_LIMIT: Duration = Duration::from_secs(if cfg!(debug_assertions) { 20 } else { 2 });
+
+/// Little-endian fixture objects (their local BTF is the template for generated targets).
+const OBJECTS: [&str; 9] = [
+    "progs/fields.bpf.o",
+    "progs/bitfields.bpf.o",
+    "progs/types.bpf.o",
+    "progs/enums.bpf.o",
+    "progs/flavors.bpf.o",
+    "progs/ambiguous.bpf.o",
+    "progs/module.bpf.o",
+    "progs/task.bpf.o",
+    "progs/multi.bpf.o",
+];
+
+/// Deterministic pseudo-random bytes (splitmix64), 1 byte to 64 KiB.
+fn seed_bytes(seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5151_5151;
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let len = 1 + (next() % (64 * 1024)) as usize;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        out.extend_from_slice(&next().to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// What the cases of a family did.
+#[derive(Debug, Default)]
+struct Tally {
+    cases: u32,
+    ok: u32,
+    errors: std::collections::BTreeMap<String, u32>,
+    slowest: Duration,
+    largest_target: usize,
+}
+
+/// Run one case and check the properties; `what` names it in failures.
+fn check(tally: &mut Tally, what: &str, target: &[u8], objects: &[&[u8]]) {
+    let parsed = Btf::parse(target);
+    assert!(
+        parsed.is_ok(),
+        "{what}: generated target does not parse: {:?}",
+        parsed.err()
+    );
+    let started = Instant::now();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        pipeline(TargetMode::Main(target), objects)
+    }));
+    let elapsed = started.elapsed();
+    let result = result.unwrap_or_else(|_| panic!("{what}: pipeline panicked"));
+    assert!(elapsed < TIME_LIMIT, "{what}: took {elapsed:?}");
+    tally.cases += 1;
+    tally.slowest = tally.slowest.max(elapsed);
+    tally.largest_target = tally.largest_target.max(target.len());
+    match result {
+        Ok(Output { bytes, .. }) => {
+            let again = Btf::parse(&bytes);
+            assert!(
+                again.is_ok(),
+                "{what}: minimized BTF does not re-parse: {:?}",
+                again.err()
+            );
+            tally.ok += 1;
+        }
+        Err(e) => {
+            let key = format!("{e:?}");
+            let key = key.split([' ', '{', '(']).next().unwrap_or("").to_string();
+            *tally.errors.entry(key).or_default() += 1;
+        }
+    }
+}
+
+#[test]
+fn adversarial_targets_against_the_fixture_objects() {
+    let objects: Vec<Vec<u8>> = OBJECTS.iter().map(|p| read(p)).collect();
+    let templates: Vec<(Btf<'_>, adversarial::Pool)> = objects
+        .iter()
+        .map(|o| {
+            let obj = BpfObject::parse(o).unwrap();
+            let btf = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+            let pool = adversarial::Pool::from_btf(&btf);
+            (btf, pool)
+        })
+        .collect();
+    let mut tally = Tally::default();
+    for seed in 0..CASES {
+        let which = (seed % OBJECTS.len() as u64) as usize;
+        let bytes = seed_bytes(seed);
+        let mut u = Unstructured::new(&bytes);
+        let (template, pool) = &templates[which];
+        let target =
+            adversarial::target_btf(&mut u, pool, Some(template), Endianness::Little).unwrap();
+        let what = format!("seed {seed} ({})", OBJECTS[which]);
+        check(&mut tally, &what, &target, &[&objects[which]]);
+    }
+    eprintln!("adversarial targets: {tally:?}");
+    // The generator must reach the end of the pipeline often, not only fail early.
+    assert!(
+        tally.ok * 4 >= tally.cases,
+        "too few cases minimized: {tally:?}"
+    );
+}
+
+#[test]
+fn generated_objects_against_targets_from_their_own_types() {
+    let fixtures = [
+        read("progs/types.bpf.o"),
+        read("progs/fields.bpf.o"),
+        read("progs/enums.bpf.o"),
+    ];
+    let mut tally = Tally::default();
+    let mut objects_made = 0;
+    for seed in 0..CASES {
+        let bytes = seed_bytes(seed ^ 0xdead_beef);
+        let mut u = Unstructured::new(&bytes);
+        let fixture = &fixtures[(seed % 3) as usize];
+        let Ok(object) = adversarial::object(&mut u, fixture) else {
+            continue;
+        };
+        objects_made += 1;
+        let obj = BpfObject::parse(&object).expect("generated object parses");
+        let local = Btf::parse(obj.btf_bytes().unwrap()).expect("generated .BTF parses");
+        let pool = adversarial::Pool::from_btf(&local);
+        let target =
+            adversarial::target_btf(&mut u, &pool, Some(&local), Endianness::Little).unwrap();
+        check(
+            &mut tally,
+            &format!("object seed {seed}"),
+            &target,
+            &[&object],
+        );
+    }
+    eprintln!("generated objects: {objects_made} made, {tally:?}");
+    assert!(
+        objects_made * 2 >= CASES as u32,
+        "too few objects generated"
+    );
+    assert!(
+        tally.ok * 10 >= tally.cases,
+        "too few cases minimized: {tally:?}"
+    );
+}
