@@ -90,9 +90,18 @@ fn owned(fd: i64) -> OwnedFd {
 /// A verifier log buffer for a failed load's retry.
 const LOG_SIZE: usize = 1 << 20;
 
-fn log_text(log: &[u8]) -> String {
-    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-    String::from_utf8_lossy(&log[..end]).into_owned()
+/// Run `load` without a log; when it fails, run it again with a log at level 1 and put the
+/// kernel's log in the error.
+fn retry_with_log(load: impl Fn(&mut [u8], u32) -> io::Result<OwnedFd>) -> io::Result<OwnedFd> {
+    load(&mut [], 0).map_err(|e| {
+        let mut log = vec![0u8; LOG_SIZE];
+        let _ = load(&mut log, 1);
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        io::Error::new(
+            e.kind(),
+            format!("{e}\n{}", String::from_utf8_lossy(&log[..end])),
+        )
+    })
 }
 
 fn btf_load(btf: &[u8]) -> io::Result<OwnedFd> {
@@ -105,11 +114,7 @@ fn btf_load(btf: &[u8]) -> io::Result<OwnedFd> {
         put32(&mut attr, 24, level);
         bpf(BPF_BTF_LOAD, &mut attr).map(owned)
     };
-    load(&mut [], 0).or_else(|e| {
-        let mut log = vec![0u8; LOG_SIZE];
-        let _ = load(&mut log, 1);
-        Err(io::Error::new(e.kind(), format!("{e}\n{}", log_text(&log))))
-    })
+    retry_with_log(load)
 }
 
 /// What one `BPF_PROG_LOAD` passes.
@@ -164,11 +169,7 @@ fn prog_load(p: &ProgLoad<'_>) -> io::Result<OwnedFd> {
         }
         bpf(BPF_PROG_LOAD, &mut attr).map(owned)
     };
-    load(&mut [], 0).or_else(|e| {
-        let mut log = vec![0u8; LOG_SIZE];
-        let _ = load(&mut log, 1);
-        Err(io::Error::new(e.kind(), format!("{e}\n{}", log_text(&log))))
-    })
+    retry_with_log(load)
 }
 
 /// The kernel's translated instructions of a loaded program.

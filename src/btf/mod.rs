@@ -50,23 +50,48 @@ pub struct Btf<'a> {
     start_str_off: u32,
     /// The integer type named like C's `long`, whose size is the target's pointer size.
     long_type: Option<u32>,
+    /// [`Validation::OnUse`]: each type is checked whenever it is decoded.
+    check_on_use: bool,
+}
+
+/// How much of a BTF is checked when it is parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Validation {
+    /// Every type is checked at parse time, as strictly as the kernel's BTF checker checks
+    /// structure, including reference cycles that do not pass through a pointer.
+    Full,
+    /// The header, section layout, string section and every record's bounds and kind are
+    /// checked at parse time; each type's fields, names and references are checked whenever
+    /// the type is decoded. For a large target BTF of which a run reads a few hundred types:
+    /// reading stays bounded (every walk has a depth limit), and what is emitted from it is
+    /// re-validated in full.
+    OnUse,
 }
 
 impl<'a> Btf<'a> {
     /// Parse and validate a raw base BTF blob (e.g. `/sys/kernel/btf/vmlinux`).
     pub fn parse(data: &'a [u8]) -> Result<Btf<'a>> {
-        parse::parse(data, None)
+        parse::parse(data, None, Validation::Full)
     }
 
     /// Parse and validate a raw split BTF blob (e.g. `/sys/kernel/btf/<module>`) on `base`.
     pub fn parse_split(data: &'a [u8], base: &'a Btf<'a>) -> Result<Btf<'a>> {
-        parse::parse(data, Some(base))
+        parse::parse(data, Some(base), Validation::Full)
     }
 
     /// Parse raw BTF, or the `.BTF` section when `data` is an ELF file (vmlinux image, `.ko`,
     /// BPF object), optionally split on `base`.
     pub fn parse_raw_or_elf(data: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf<'a>> {
-        parse::parse(parse::btf_bytes(data)?, base)
+        parse::parse(parse::btf_bytes(data)?, base, Validation::Full)
+    }
+
+    /// Like [`Btf::parse_raw_or_elf`], with the given validation.
+    pub fn parse_with(
+        data: &'a [u8],
+        base: Option<&'a Btf<'a>>,
+        validation: Validation,
+    ) -> Result<Btf<'a>> {
+        parse::parse(parse::btf_bytes(data)?, base, validation)
     }
 
     /// The base BTF of a split BTF.
@@ -113,7 +138,11 @@ impl<'a> Btf<'a> {
         }
         let index = (id - self.start_id) as usize;
         let offset = *self.offsets.get(index).ok_or(Error::NoSuchType(id))?;
-        parse::decode(self.types, self.endian, offset as usize, id)
+        let ty = parse::decode(self.types, self.endian, offset as usize, id)?;
+        if self.check_on_use {
+            validate::check_type(self, &ty)?;
+        }
+        Ok(ty)
     }
 
     /// Name offset and kind of type `id`, read from its header alone (no decoding): the fast
@@ -140,6 +169,20 @@ impl<'a> Btf<'a> {
             what: "BTF type record",
             offset,
         })
+    }
+
+    /// `(id, name_off, kind)` of every type this BTF defines itself, in id order, read from the
+    /// headers alone: the fast path for whole-BTF scans.
+    pub fn headers(&self) -> impl Iterator<Item = (u32, u32, Option<Kind>)> + '_ {
+        self.offsets
+            .iter()
+            .zip(self.start_id..)
+            .map(|(&offset, id)| {
+                let word = |at: usize| {
+                    parse::read_u32(self.types, offset as usize + at, self.endian).unwrap_or(0)
+                };
+                (id, word(0), Kind::from_raw((word(4) >> 24) & 0x1f))
+            })
     }
 
     /// The first two bytes of the string at `offset` (0 past its end): a cheap filter before

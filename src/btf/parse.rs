@@ -2,7 +2,7 @@
 //! record's bounds and kind-specific layout as it goes.
 
 use super::types::{Array, Composite, Datasec, Enum, FuncProto, Records, Type, TypeKind};
-use super::{Btf, Kind, MAGIC, MAX_NAME_OFFSET, MAX_TYPE_ID};
+use super::{Btf, Kind, MAGIC, MAX_NAME_OFFSET, MAX_TYPE_ID, Validation};
 use crate::error::{Error, Result};
 use crate::fallible;
 use object::endian::{Endian, Endianness};
@@ -91,7 +91,11 @@ pub(super) fn parse_header(data: &[u8]) -> Result<Header> {
     Ok(header)
 }
 
-pub(super) fn parse<'a>(data: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf<'a>> {
+pub(super) fn parse<'a>(
+    data: &'a [u8],
+    base: Option<&'a Btf<'a>>,
+    validation: Validation,
+) -> Result<Btf<'a>> {
     let header = parse_header(data)?;
     if let Some(base) = base
         && base.endian() != header.endian
@@ -124,8 +128,12 @@ pub(super) fn parse<'a>(data: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf
         start_id,
         start_str_off,
         long_type: None,
+        check_on_use: validation == Validation::OnUse,
     };
-    btf.long_type = super::validate::validate(&btf)?;
+    btf.long_type = match validation {
+        Validation::Full => super::validate::validate(&btf)?,
+        Validation::OnUse => super::validate::find_long_type(&btf)?,
+    };
     Ok(btf)
 }
 
@@ -166,20 +174,59 @@ fn index_types(types: &[u8], endian: Endianness, start_id: u32) -> Result<alloc:
     let mut offsets = fallible::vec_with_capacity(types.len() / TYPE_HEADER_LEN)?;
     let mut pos = 0usize;
     let mut id = start_id;
-    while pos < types.len() {
+    // The hot loop of parsing: one info word per record, a table lookup for its length.
+    while let Some(&[a, b, c, d]) = types.get(pos + 4..pos + 8) {
         if id > MAX_TYPE_ID {
             return Err(Error::Limit {
                 what: "type count",
                 limit: MAX_TYPE_ID as usize,
             });
         }
-        let len = record_len(types, endian, pos, id)?;
+        let info = endian.read_u32([a, b, c, d]);
+        let (fixed, per_entry) = RECORD_LAYOUT[((info >> 24) & 0x1f) as usize];
+        if fixed == 0 {
+            return Err(Error::BadType {
+                id,
+                reason: "unknown kind",
+            });
+        }
+        let len = usize::from(fixed) + usize::from(per_entry) * (info & 0xffff) as usize;
+        if types.len() - pos < len {
+            return Err(Error::Truncated {
+                what: "BTF type record",
+                offset: pos,
+            });
+        }
         offsets.push(pos as u32);
         pos += len;
         id += 1;
     }
+    if pos < types.len() {
+        return Err(Error::Truncated {
+            what: "BTF type header",
+            offset: pos,
+        });
+    }
     Ok(offsets)
 }
+
+/// Per raw kind value: (bytes of the record without entries, bytes per vlen entry); a zero
+/// first field marks an unknown kind. Mirrors [`Kind::extra_len`].
+const RECORD_LAYOUT: [(u8, u8); 32] = {
+    let mut table = [(0u8, 0u8); 32];
+    let mut raw = 1;
+    while raw < 20 {
+        table[raw] = match raw {
+            1 | 14 | 17 => (16, 0),      // INT, VAR, DECL_TAG: one extra word
+            3 => (24, 0),                // ARRAY
+            4 | 5 | 15 | 19 => (12, 12), // STRUCT, UNION, DATASEC, ENUM64
+            6 | 13 => (12, 8),           // ENUM, FUNC_PROTO
+            _ => (12, 0),
+        };
+        raw += 1;
+    }
+    table
+};
 
 fn record_len(types: &[u8], endian: Endianness, pos: usize, id: u32) -> Result<usize> {
     let info = read_u32(types, pos + 4, endian)
@@ -285,4 +332,29 @@ pub(super) fn decode(types: &[u8], endian: Endianness, pos: usize, id: u32) -> R
         },
     };
     Ok(Type { id, name_off, kind })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_layout_table_matches_kind_extra_len() {
+        for raw in 0..32u32 {
+            let (fixed, per_entry) = RECORD_LAYOUT[raw as usize];
+            match Kind::from_raw(raw) {
+                None => assert_eq!(fixed, 0, "raw kind {raw}"),
+                Some(kind) => {
+                    for vlen in [0u16, 1, 2, 0xffff] {
+                        let table = usize::from(fixed) + usize::from(per_entry) * usize::from(vlen);
+                        assert_eq!(
+                            table,
+                            TYPE_HEADER_LEN + kind.extra_len(vlen),
+                            "{kind:?} vlen {vlen}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -24,6 +24,26 @@ const LONG_NAMES: [&str; 11] = [
     "int long unsigned",
 ];
 
+/// The first 4- or 8-byte integer named like `long` (its base's first), reading only the
+/// headers of other types: the pointer size without validating everything.
+pub(super) fn find_long_type(btf: &Btf<'_>) -> Result<Option<u32>> {
+    if let Some(id) = btf.base().and_then(|b| b.long_type_id()) {
+        return Ok(Some(id));
+    }
+    for id in btf.start_id()..btf.type_cnt() {
+        if btf.name_off_and_kind(id)?.1 != Some(Kind::Int) {
+            continue;
+        }
+        let ty = btf.type_by_id(id)?;
+        if let TypeKind::Int { size: 4 | 8, .. } = ty.kind
+            && LONG_NAMES.contains(&btf.name(ty.name_off)?)
+        {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
 /// Validate every type this BTF defines; returns the first 4- or 8-byte integer named like
 /// `long` (which fixes the pointer size), found on the way.
 pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
@@ -101,7 +121,7 @@ fn check_name(btf: &Btf<'_>, id: u32, name_off: u32) -> Result<bool> {
         .map_err(|_| bad(id, "name offset out of range"))
 }
 
-fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
+pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
     let id = ty.id;
     let anonymous = check_name(btf, id, ty.name_off)?;
     check_header_flags(ty, raw_vlen(btf, id)?, raw_kind_flag(btf, id)?)?;

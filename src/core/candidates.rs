@@ -130,13 +130,12 @@ impl CandidateIndex {
         for (source, btf) in targets.sources() {
             // The main BTF is searched from id 1 (through its base, if split), modules from
             // their first own id, as libbpf does.
-            let first = if source == BtfSource::Main {
-                1
-            } else {
-                btf.start_id()
-            };
-            for id in first..btf.type_cnt() {
-                let (name_off, kind) = btf.name_off_and_kind(id)?;
+            let base = btf.base().filter(|_| source == BtfSource::Main);
+            let headers = base
+                .into_iter()
+                .flat_map(|b| b.headers())
+                .chain(btf.headers());
+            for (id, name_off, kind) in headers {
                 let Some(kind) = kind else { continue };
                 if name_off == 0 {
                     continue;

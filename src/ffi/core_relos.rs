@@ -206,7 +206,13 @@ impl<'l> Arrays<'l> {
     }
 
     fn parts(&self) -> [&[u8]; 5] {
-        [&self.insns, &self.func_info, &self.line_info, &self.core_relos, self.btf]
+        [
+            &self.insns,
+            &self.func_info,
+            &self.line_info,
+            &self.core_relos,
+            self.btf,
+        ]
     }
 
     /// Bytes of buffer needed: every array at an aligned offset.
@@ -230,7 +236,8 @@ impl<'l> Arrays<'l> {
             }
             at = end;
         }
-        let count = |bytes: &[u8], rec_size: u32| u32::try_from(bytes.len() / rec_size as usize).ok();
+        let count =
+            |bytes: &[u8], rec_size: u32| u32::try_from(bytes.len() / rec_size as usize).ok();
         let [insns, func_info, line_info, core_relos, btf] = ptrs;
         Some(bpf_prog_load_info {
             insns,
@@ -282,7 +289,8 @@ mod tests {
             btf_size: 0,
             btf: core::ptr::null(),
         };
-        let (targ_ptr, targ_len) = targ.map_or((core::ptr::null(), 0), |t| (t.as_ptr().cast(), t.len()));
+        let (targ_ptr, targ_len) =
+            targ.map_or((core::ptr::null(), 0), |t| (t.as_ptr().cast(), t.len()));
         let buf_ptr = buf.map_or(core::ptr::null_mut(), |b| b.as_mut_ptr().cast());
         // SAFETY: every pointer comes from a live Rust value of the stated size.
         let ret = unsafe {
@@ -324,7 +332,10 @@ mod tests {
 
     fn check(info: &bpf_prog_load_info, load: &ObjectLoad<'_>, p: &ProgramLoad<'_>) {
         let e = load.endian;
-        assert_eq!(bytes(info.insns, info.insn_cnt as usize * 8), p.insn_bytes(e).unwrap());
+        assert_eq!(
+            bytes(info.insns, info.insn_cnt as usize * 8),
+            p.insn_bytes(e).unwrap()
+        );
         assert_eq!(
             bytes(info.func_info, info.func_info_cnt as usize * 8),
             p.func_info_bytes(e).unwrap()
@@ -339,7 +350,11 @@ mod tests {
         );
         assert_eq!(bytes(info.btf, info.btf_size as usize), load.btf);
         assert_eq!(
-            (info.func_info_rec_size, info.line_info_rec_size, info.core_relo_rec_size),
+            (
+                info.func_info_rec_size,
+                info.line_info_rec_size,
+                info.core_relo_rec_size
+            ),
             (8, 16, 16)
         );
     }
@@ -348,7 +363,10 @@ mod tests {
     fn kernel_side_records() {
         let load = prepare(CALLS, None).unwrap();
         let (_buf, info) = fill(CALLS, None, c"calls_both");
-        assert_eq!((info.insn_cnt, info.func_info_cnt, info.core_relo_cnt), (57, 5, 5));
+        assert_eq!(
+            (info.insn_cnt, info.func_info_cnt, info.core_relo_cnt),
+            (57, 5, 5)
+        );
         check(&info, &load, load.program("calls_both").unwrap());
     }
 
@@ -369,8 +387,14 @@ mod tests {
         let mut size = 0;
         assert_eq!(call(CALLS, None, c"nope", None, &mut size).0, -ENOENT);
         assert_eq!(call(CALLS, None, c"leaf_tgid", None, &mut size).0, -ENOENT);
-        assert_eq!(call(&CALLS[..100], None, c"calls_both", None, &mut size).0, -EINVAL);
-        assert_eq!(call(CALLS, Some(b"junk"), c"calls_both", None, &mut size).0, -EINVAL);
+        assert_eq!(
+            call(&CALLS[..100], None, c"calls_both", None, &mut size).0,
+            -EINVAL
+        );
+        assert_eq!(
+            call(CALLS, Some(b"junk"), c"calls_both", None, &mut size).0,
+            -EINVAL
+        );
         // SAFETY: NULL arguments are rejected before anything is read.
         let ret = unsafe {
             bpf_object__prog_load_info(
@@ -388,7 +412,11 @@ mod tests {
         // A misaligned buffer.
         call(CALLS, None, c"calls_both", None, &mut size);
         let mut buf = vec![0u64; size / 8 + 2];
-        let ptr = buf.as_mut_ptr().cast::<u8>().wrapping_add(1).cast::<c_void>();
+        let ptr = buf
+            .as_mut_ptr()
+            .cast::<u8>()
+            .wrapping_add(1)
+            .cast::<c_void>();
         let mut info = fill(CALLS, None, c"calls_both").1;
         // SAFETY: `ptr` is inside `buf`, which has `size` bytes after it.
         let ret = unsafe {

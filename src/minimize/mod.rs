@@ -169,6 +169,10 @@ impl<'t> RelocInfo<'t> {
     /// Emit the minimized BTF.
     pub fn to_btf(&self) -> Result<Minimized> {
         let emitted = emit::emit(&self.targets, &self.marks)?;
+        // Targets may be validated only on use; the output is always checked in full, so a
+        // flaw in an input type that was copied (say, a struct containing itself) is an error
+        // here rather than a bad file.
+        Btf::parse(&emitted.bytes)?;
         Ok(Minimized {
             bytes: emitted.bytes,
             types: emitted.keys.len(),

@@ -252,10 +252,17 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
         }
     }
 
-    /// Append the instructions of `program` to `insns`.
+    /// Append the instructions of `program` to `insns`, which stays within `u32` indexes, so
+    /// `part.start + k` cannot overflow for any instruction `k` of a part.
     fn copy_code(&self, program: &Program<'a>, insns: &mut Vec<Insn>) -> Result<()> {
         let first = program.offset / INSN_SIZE as u32;
         let count = program.size / INSN_SIZE as u32;
+        if u32::try_from(insns.len() + count as usize).is_err() {
+            return Err(Error::Limit {
+                what: "instructions in an assembled program",
+                limit: u32::MAX as usize,
+            });
+        }
         insns.try_reserve(count as usize)?;
         for idx in first..first + count {
             let insn = self.insn(program.section_index, idx).ok_or(bad(
@@ -407,10 +414,8 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
             let callee_start = match parts.iter().find(|p| p.program == callee) {
                 Some(p) => p.start,
                 None => {
-                    let start = u32::try_from(insns.len()).map_err(|_| Error::Limit {
-                        what: "instructions in an assembled program",
-                        limit: u32::MAX as usize,
-                    })?;
+                    // `copy_code` keeps the length within u32.
+                    let start = insns.len() as u32;
                     self.copy_code(&callee, &mut insns)?;
                     fallible::push(
                         &mut parts,
@@ -474,11 +479,15 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
                 // A relocation the loader resolves (a kfunc call, a map load): not code.
                 Some(None) => continue,
                 Some(Some(Target::Call { sym_off })) if is_subprog_call(&insn) => {
-                    (sym_off / INSN_SIZE as u64) as i64 + i64::from(insn.imm) + 1
+                    i64::try_from(sym_off / INSN_SIZE as u64)
+                        .ok()
+                        .and_then(|t| t.checked_add(i64::from(insn.imm) + 1))
+                        .unwrap_or(-1)
                 }
-                Some(Some(Target::FuncAddr { sym_off })) => {
-                    (sym_off as i64 + i64::from(insn.imm)) / INSN_SIZE as i64
-                }
+                Some(Some(Target::FuncAddr { sym_off })) => i64::try_from(sym_off)
+                    .ok()
+                    .and_then(|t| t.checked_add(i64::from(insn.imm)))
+                    .map_or(-1, |t| t / INSN_SIZE as i64),
                 Some(Some(Target::Call { .. })) => continue,
                 None if is_func_addr_form => {
                     return Err(bad(
@@ -491,6 +500,7 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
                 None if is_subprog_call(&insn) => i64::from(section_insn) + i64::from(insn.imm) + 1,
                 None => continue,
             };
+            // Out of range (negative, or past 4 GiB) fails the lookup below.
             let callee = u32::try_from(target)
                 .ok()
                 .and_then(|t| t.checked_mul(INSN_SIZE as u32))
@@ -1068,7 +1078,9 @@ mod tests {
     fn read_ranges() -> Vec<core::ops::Range<usize>> {
         let obj = BpfObject::parse(CALLS).unwrap();
         let endian = obj.endian;
-        let mut ranges = vec![0..64];
+        // The ELF header, then every section but DWARF.
+        let mut ranges = Vec::new();
+        ranges.push(0..64);
         for sh in obj.elf_sections.iter() {
             let name = obj.elf_sections.section_name(endian, sh).unwrap();
             if name.starts_with(b".debug") || name.starts_with(b".rel.debug") {

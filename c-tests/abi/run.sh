@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
+#
+# Runs the C tests of btfgen's C library; called by `make -C c-tests/abi check`, which builds
+# everything first and sets ROOT (repository), OUT (built test programs) and HERE (this
+# directory). Each case prints "ok", "FAILED" or "skipped: reason"; the last line is
+# "abi: N passed, N failed, N skipped" and the exit code is 1 if anything failed.
+set -uo pipefail
+
+ROOT=${ROOT:?} OUT=${OUT:?} HERE=${HERE:?}
+LIB=$ROOT/target/release
+CLI=$LIB/btfgen
+DATA=$ROOT/tests/data
+VMLINUX=${VMLINUX:-/sys/kernel/btf/vmlinux}
+TMP=$(mktemp -d /tmp/btfgen-abi.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+passed=0 failed=0 skipped=0
+failures=()
+
+# case NAME COMMAND...: run COMMAND (output in $TMP/NAME.log); exit 0 = ok, 77 = skipped (the
+# reason is the log's "SKIP" line), anything else = failed (the log is shown).
+case_() {
+    local name=$1 rc=0
+    shift
+    "$@" >"$TMP/$name.log" 2>&1 || rc=$?
+    if ((rc == 0)); then
+        passed=$((passed + 1))
+        echo "ok       $name"
+    elif ((rc == 77)); then
+        skipped=$((skipped + 1))
+        echo "skipped  $name: $(grep -m1 -o 'SKIP.*' "$TMP/$name.log" || echo 'no reason given')"
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+        echo "FAILED   $name (exit $rc):"
+        sed 's/^/    /' "$TMP/$name.log" | tail -n 40
+    fi
+}
+
+skip() {
+    echo "SKIP $*"
+    return 77
+}
+
+# --- the library itself -------------------------------------------------------------------
+
+# Exactly the API, each symbol under BTFGEN_0.1, plus the version node itself.
+symbols() {
+    local want got
+    want=$( (sed -n 's/^[[:space:]]*\([a-z_][a-z0-9_]*\);$/\1@@BTFGEN_0.1/p' "$ROOT/capi.map"
+        echo BTFGEN_0.1) | sort)
+    got=$(nm -D --defined-only --with-symbol-versions "$LIB/libbtfgen.so.1" | awk '{print $3}' | sort)
+    echo "exported:"
+    echo "$got"
+    diff <(echo "$want") <(echo "$got") || return 1
+    # ... and every function the header declares is among them, and vice versa.
+    local declared
+    declared=$(grep -oE '^[a-z].*[ *]([a-z_0-9]+)\(' "$ROOT/include/btfgen.h" \
+        | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1@@BTFGEN_0.1/' | sort)
+    diff <(echo "$want" | grep -v '^BTFGEN_0.1$') <(echo "$declared")
+}
+
+soname() {
+    readelf -d "$LIB/libbtfgen.so.1" | grep -F 'Library soname: [libbtfgen.so.1]' &&
+        [[ $(readlink "$LIB/libbtfgen.so") == libbtfgen.so.1 ]] &&
+        [[ -f $LIB/libbtfgen.a ]]
+}
+
+header_c99() {
+    printf '#include "btfgen.h"\nint main(void) { return 0; }\n' >"$TMP/h.c"
+    gcc -std=c99 -Wall -Wextra -Werror -pedantic -I"$ROOT/include" -fsyntax-only "$TMP/h.c" &&
+        gcc -std=c99 -Wall -Wextra -Werror -I"$ROOT/include" -fsyntax-only "$TMP/h.c" &&
+        g++ -Wall -Werror -I"$ROOT/include" -x c++ -fsyntax-only "$TMP/h.c"
+}
+
+header_fresh() {
+    if ! command -v cbindgen >/dev/null; then
+        skip "cbindgen not installed (cargo install cbindgen --locked --version 0.29.4)"
+        return
+    fi
+    make -s -C "$ROOT" check-header
+}
+
+install_() {
+    local dest=$TMP/dest prefix=$TMP/prefix
+    make -s -C "$ROOT" install DESTDIR="$dest" PREFIX=/usr >/dev/null || return 1
+    for f in lib/libbtfgen.so.1 lib/libbtfgen.so lib/libbtfgen.a include/btfgen.h \
+        lib/pkgconfig/btfgen.pc; do
+        [[ -e $dest/usr/$f ]] || { echo "missing $dest/usr/$f"; return 1; }
+    done
+    grep -qx 'prefix=/usr' "$dest/usr/lib/pkgconfig/btfgen.pc" || return 1
+    # A client built from an installed prefix through pkg-config.
+    make -s -C "$ROOT" install PREFIX="$prefix" >/dev/null || return 1
+    if ! command -v pkg-config >/dev/null; then
+        skip "pkg-config not installed"
+        return
+    fi
+    local flags
+    flags=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs btfgen) || return 1
+    echo "pkg-config --cflags --libs btfgen: $flags"
+    # shellcheck disable=SC2086
+    gcc -std=c99 -Wall -Wextra -Werror -o "$TMP/legacy-pc" "$HERE/legacy.c" $flags \
+        -Wl,-rpath,"$prefix/lib" || return 1
+    "$TMP/legacy-pc" "$DATA/targets/btf__fields.btf" "$TMP/pc.btf" "$DATA/progs/fields.bpf.o" &&
+        "$CLI" min-core-btf "$DATA/targets/btf__fields.btf" "$TMP/pc-ref.btf" "$DATA/progs/fields.bpf.o" &&
+        cmp "$TMP/pc.btf" "$TMP/pc-ref.btf"
+}
+
+case_ symbols symbols
+case_ soname soname
+case_ header-c99 header_c99
+case_ header-cxx "$OUT/header-cxx"
+case_ header-fresh header_fresh
+case_ install install_
+
+# --- the client flow against `btfgen min-core-btf` -----------------------------------------
+
+# same NAME PROG [PROG_OPTS...] -- CLI_OPTS... -- TARGET OBJECT...: PROG's output must equal
+# the CLI's for the same inputs; when the CLI fails, PROG must fail too.
+same() {
+    local name=$1 prog=$2
+    shift 2
+    local prog_opts=() cli_opts=()
+    while [[ $1 != -- ]]; do prog_opts+=("$1"); shift; done
+    shift
+    while [[ $1 != -- ]]; do cli_opts+=("$1"); shift; done
+    shift
+    local target=$1
+    shift
+    local f
+    for f in "$target" "$@"; do
+        [[ -e $f ]] || { skip "$f does not exist"; return; }
+    done
+    rm -f "$TMP/$name.out" "$TMP/$name.ref"
+    local cli_rc=0 prog_rc=0
+    "$CLI" min-core-btf "$target" "$TMP/$name.ref" "$@" "${cli_opts[@]}" || cli_rc=$?
+    ${VALGRIND:-} "$prog" "${prog_opts[@]}" "$target" "$TMP/$name.out" "$@" || prog_rc=$?
+    if ((cli_rc != 0)); then
+        echo "btfgen min-core-btf failed ($cli_rc): $prog must fail too (it exited $prog_rc)"
+        ((prog_rc == 1))
+        return
+    fi
+    ((prog_rc == 0)) && cmp "$TMP/$name.ref" "$TMP/$name.out" &&
+        echo "identical: $(stat -c %s "$TMP/$name.out") bytes"
+}
+
+for variant in flow flow-static; do
+    prog=$OUT/$variant
+    case_ "$variant:vmlinux" same "$variant-vmlinux" "$prog" -- -- "$VMLINUX" \
+        "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
+    case_ "$variant:fixture" same "$variant-fixture" "$prog" -- -- \
+        "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o"
+done
+case_ flow:vmlinux-open-mem same flow-mem "$OUT/flow" -m -- -- "$VMLINUX" \
+    "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
+case_ flow:module same flow-module "$OUT/flow" -M "$DATA/targets/module.btf" -- \
+    --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
+
+# Every pair of the differential fixture manifest (a split TARGET on BASE: BASE as the
+# target, TARGET as a module BTF).
+while read -r obj target base _; do
+    case $obj in '' | '#'*) continue ;; esac
+    [[ $target == vmlinux ]] && tpath=$VMLINUX || tpath=$DATA/$target
+    name=manifest:$(basename "$obj" .o)--$(basename "$target" .btf)
+    if [[ -n ${base:-} && $base != '#'* ]]; then
+        case_ "$name" same "${name//[:\/]/-}" "$OUT/flow" -M "$tpath" -- --module-btf "$tpath" -- \
+            "$DATA/$base" "$DATA/$obj"
+    else
+        case_ "$name" same "${name//[:\/]/-}" "$OUT/flow" -- -- "$tpath" "$DATA/$obj"
+    fi
+done <"$DATA/manifest.txt"
+
+# --- the legacy BTFGen-style client ----------------------------------------------------------
+
+legacy_error() {
+    local want=$1
+    shift
+    local rc=0
+    rm -f "$TMP/legacy-err.btf"
+    ${VALGRIND:-} "$OUT/legacy" "$1" "$TMP/legacy-err.btf" "${@:2}" 2>"$TMP/legacy-err.stderr" || rc=$?
+    cat "$TMP/legacy-err.stderr"
+    ((rc == 1)) && grep -qF "$want" "$TMP/legacy-err.stderr" && [[ ! -e $TMP/legacy-err.btf ]]
+}
+
+legacy_cases() {
+    local p=$1
+    case_ "${p}legacy:vmlinux" same legacy-vmlinux "$OUT/legacy" -- -- "$VMLINUX" \
+        "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
+    case_ "${p}legacy:fixture" same legacy-fixture "$OUT/legacy" -- -- \
+        "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o"
+    case_ "${p}legacy:missing-target" legacy_error \
+        "failed to allocate info structure for $TMP/missing.btf: No such file or directory" \
+        "$TMP/missing.btf" "$DATA/progs/fields.bpf.o"
+    case_ "${p}legacy:bad-object" legacy_error \
+        "error opening object $DATA/targets/btf__fields.btf: Invalid argument" \
+        "$DATA/targets/btf__fields.btf" "$DATA/targets/btf__fields.btf"
+    case_ "${p}legacy:failing-object" legacy_error \
+        "failed to generate btf info for object $DATA/progs/ambiguous.bpf.o: Invalid argument" \
+        "$DATA/targets/btf__ambiguous_off.btf" "$DATA/progs/ambiguous.bpf.o"
+}
+legacy_cases ""
+
+# --- bad input, and libbpf in the same process ----------------------------------------------
+
+badinput() {
+    local dir
+    dir=$(mktemp -d "$TMP/bad.XXXXXX")
+    ${VALGRIND:-} "$1" "$dir" "$DATA"
+}
+
+case_ badinput badinput "$OUT/badinput"
+case_ coexist "$OUT/coexist" "$LIB/libbtfgen.so.1" "$VMLINUX" "$DATA/progs/task.bpf.o" "$TMP/coexist.btf"
+case_ coexist:load "$OUT/coexist" --load "$LIB/libbtfgen.so.1" "$VMLINUX" "$DATA/progs/task.bpf.o" \
+    "$TMP/coexist-load.btf"
+
+# --- everything again under valgrind ----------------------------------------------------------
+
+if command -v valgrind >/dev/null; then
+    # Errors and definite/indirect leaks fail; "still reachable" (Rust's and libc's one-time
+    # allocations) does not.
+    VALGRIND="valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect
+        --show-leak-kinds=definite,indirect --error-exitcode=99"
+    export VALGRIND
+    vg() { $VALGRIND "$@"; }
+    case_ valgrind:flow:vmlinux same vg-flow-vmlinux "$OUT/flow" -- -- "$VMLINUX" \
+        "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
+    case_ valgrind:flow:open-mem same vg-flow-mem "$OUT/flow" -m -- -- "$VMLINUX" \
+        "$DATA/progs/task.bpf.o"
+    case_ valgrind:flow:module same vg-flow-module "$OUT/flow" -M "$DATA/targets/module.btf" -- \
+        --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
+    case_ valgrind:flow-static:fixture same vg-flow-static "$OUT/flow-static" -- -- \
+        "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o"
+    case_ valgrind:flow-static:vmlinux same vg-flow-static-vmlinux "$OUT/flow-static" -- -- \
+        "$VMLINUX" "$DATA/progs/task.bpf.o"
+    legacy_cases valgrind:
+    case_ valgrind:badinput badinput "$OUT/badinput"
+    case_ valgrind:header-cxx vg "$OUT/header-cxx"
+    case_ valgrind:coexist:load vg "$OUT/coexist" --load "$LIB/libbtfgen.so.1" "$VMLINUX" \
+        "$DATA/progs/task.bpf.o" "$TMP/vg-coexist.btf"
+    unset VALGRIND
+else
+    case_ valgrind skip "valgrind not installed"
+fi
+
+# --- and built with AddressSanitizer + UBSan --------------------------------------------------
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=98
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=98
+case_ asan:flow:vmlinux same asan-flow "$OUT/flow-asan" -- -- "$VMLINUX" \
+    "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
+case_ asan:flow:module same asan-flow-module "$OUT/flow-asan" -M "$DATA/targets/module.btf" -- \
+    --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
+case_ asan:legacy:vmlinux same asan-legacy "$OUT/legacy-asan" -- -- "$VMLINUX" \
+    "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
+case_ asan:badinput badinput "$OUT/badinput-asan"
+case_ asan:coexist:load "$OUT/coexist-asan" --load "$LIB/libbtfgen.so.1" "$VMLINUX" \
+    "$DATA/progs/task.bpf.o" "$TMP/asan-coexist.btf"
+
+echo
+if ((failed)); then
+    echo "failed: ${failures[*]}"
+fi
+echo "abi: $passed passed, $failed failed, $skipped skipped"
+((failed == 0))
