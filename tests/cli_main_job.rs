@@ -1,0 +1,152 @@
+//! The two user-facing jobs run as a user runs them: `btfgen relocate --json` on every fixture
+//! pair of `tests/data/manifest.txt`, and `btfgen min-core-btf` (its output re-parses, is
+//! deterministic across runs — every run has new hash seeds — and is never larger than the
+//! input). Results are compared with libbpf itself by `c-tests/check_relocs.py`.
+
+use btfgen::btf::Btf;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
+const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel)
+}
+
+/// (object, target, base) of every manifest pair whose target exists here.
+fn pairs() -> Vec<(PathBuf, PathBuf, Option<PathBuf>)> {
+    let manifest = std::fs::read_to_string(data("manifest.txt")).unwrap();
+    let mut out = Vec::new();
+    for line in manifest.lines() {
+        let words: Vec<&str> = line.split('#').next().unwrap().split_whitespace().collect();
+        if words.len() < 2 {
+            continue;
+        }
+        let target = if words[1] == "vmlinux" { PathBuf::from(VMLINUX) } else { data(words[1]) };
+        if !target.exists() {
+            eprintln!("SKIP: {} not present", target.display());
+            continue;
+        }
+        out.push((data(words[0]), target, words.get(2).map(|b| data(b))));
+    }
+    assert!(out.len() >= 10, "manifest lists the fixture pairs");
+    out
+}
+
+/// The pairs where libbpf fails a relocation (tests/data/README.md): ambiguous flavors, and a
+/// bitfield no 64-bit load can read.
+fn libbpf_fails(obj: &Path, target: &Path) -> bool {
+    let name = |p: &Path| p.file_name().unwrap().to_str().unwrap().to_string();
+    name(obj).starts_with("ambiguous") || name(target) == "btf__bitfields_bad.btf"
+}
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn target_args<'a>(target: &'a Path, base: &'a Option<PathBuf>) -> Vec<&'a str> {
+    let mut args = vec![target.to_str().unwrap()];
+    if let Some(base) = base {
+        args.extend(["--base-btf", base.to_str().unwrap()]);
+    }
+    args
+}
+
+#[test]
+fn relocate_json_reports_every_relocation_with_the_documented_keys() {
+    for (obj, target, base) in pairs() {
+        let mut args = vec!["relocate", "--json", "--btf"];
+        args.extend(target_args(&target, &base));
+        args.push(obj.to_str().unwrap());
+        let out = run(&args);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let records: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(!records.is_empty(), "{}: no relocations", obj.display());
+        let mut failed = false;
+        for r in &records {
+            for key in ["object", "section", "program", "relo", "insn", "kind", "local_type", "access", "poison", "orig", "new", "target"] {
+                assert!(r.get(key).is_some(), "{}: record without {key}: {r}", obj.display());
+            }
+            assert!(r["relo"].is_u64() && r["insn"].is_u64(), "{r}");
+            assert!(r["poison"].is_boolean(), "{r}");
+            if let Some(t) = r["target"].as_str() {
+                assert!(t.starts_with('['), "target is `[ID] kind name`: {r}");
+            }
+            if r.get("error").is_some() {
+                failed = true;
+                assert!(r["new"].is_null(), "{r}");
+            } else if !r["poison"].as_bool().unwrap() {
+                assert!(r["orig"].is_u64() && r["new"].is_u64(), "{r}");
+            }
+        }
+        assert_eq!(out.status.success(), !failed, "{}: exit status follows relocation errors", obj.display());
+        assert_eq!(failed, libbpf_fails(&obj, &target), "{} vs {}: fails exactly where libbpf fails", obj.display(), target.display());
+    }
+}
+
+#[test]
+fn min_core_btf_output_is_valid_deterministic_and_small() {
+    let dir = std::env::temp_dir().join(format!("btfgen-main-job-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, (obj, target, base)) in pairs().into_iter().enumerate() {
+        if libbpf_fails(&obj, &target) {
+            continue;
+        }
+        let mut outputs = Vec::new();
+        for round in 0..3 {
+            let out_path = dir.join(format!("{i}-{round}.btf"));
+            let mut args = vec!["min-core-btf"];
+            args.extend(target_args(&target, &base));
+            args.push(out_path.to_str().unwrap());
+            args.push(obj.to_str().unwrap());
+            let out = run(&args);
+            assert!(out.status.success(), "{}: {}", obj.display(), String::from_utf8_lossy(&out.stderr));
+            outputs.push(std::fs::read(&out_path).unwrap());
+        }
+        assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{}: output differs between runs", obj.display());
+        let btf = Btf::parse(&outputs[0]).expect("minimized BTF validates");
+        assert!(btf.type_cnt() > 1, "{}: something was kept", obj.display());
+        let size = |p: &Path| std::fs::metadata(p).unwrap().len() as usize;
+        let input_len = size(&target) + base.as_deref().map_or(0, size);
+        assert!(outputs[0].len() < input_len, "{}: output smaller than input", obj.display());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn min_core_btf_without_arguments_runs_the_embedded_default() {
+    if !Path::new(VMLINUX).exists() {
+        eprintln!("SKIP: {VMLINUX} absent");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("btfgen-default-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(BIN).arg("min-core-btf").current_dir(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary = String::from_utf8(out.stderr).unwrap();
+    assert!(summary.contains("1 object(s)") && summary.contains("min.btf"), "summary: {summary}");
+    let bytes = std::fs::read(dir.join("min.btf")).unwrap();
+    let btf = Btf::parse(&bytes).unwrap();
+    let names: Vec<&str> = btf.types().map(|t| btf.name(t.unwrap().name_off).unwrap()).collect();
+    assert!(names.contains(&"task_struct") && names.contains(&"mm_struct"), "kept: {names:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn explain_names_the_relocations_behind_each_kept_member() {
+    if !Path::new(VMLINUX).exists() {
+        eprintln!("SKIP: {VMLINUX} absent");
+        return;
+    }
+    let out_path = std::env::temp_dir().join(format!("btfgen-explain-{}.btf", std::process::id()));
+    let obj = data("progs/task.bpf.o");
+    let out = run(&["min-core-btf", VMLINUX, out_path.to_str().unwrap(), obj.to_str().unwrap(), "--explain"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("struct task_struct"), "{text}");
+    assert!(text.contains(".pid ("), "{text}");
+    assert!(text.contains("needed by") && text.contains("prog 'task_info' relo #"), "{text}");
+    std::fs::remove_file(&out_path).unwrap();
+}
