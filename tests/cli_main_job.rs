@@ -150,3 +150,36 @@ fn explain_names_the_relocations_behind_each_kept_member() {
     assert!(text.contains("needed by") && text.contains("prog 'task_info' relo #"), "{text}");
     std::fs::remove_file(&out_path).unwrap();
 }
+
+/// A module BTF given with `--module-btf` (searched only when the main BTF has no candidate, as
+/// libbpf does with kernel modules) resolves the fixture's module-only types exactly as the
+/// same split BTF used as the target itself, and the flattened outputs are identical.
+#[test]
+fn module_btf_candidates_resolve_like_the_split_target() {
+    let (obj, base, module) = (data("progs/module.bpf.o"), data("targets/base.btf"), data("targets/module.btf"));
+    let (obj, base, module) = (obj.to_str().unwrap(), base.to_str().unwrap(), module.to_str().unwrap());
+    let as_module = run(&["relocate", "--json", "--btf", base, "--module-btf", module, obj]);
+    let as_split = run(&["relocate", "--json", "--btf", module, "--base-btf", base, obj]);
+    assert!(as_module.status.success() && as_split.status.success());
+    let strip_object = |out: &[u8]| -> Vec<Value> {
+        String::from_utf8_lossy(out).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let (a, b) = (strip_object(&as_module.stdout), strip_object(&as_split.stdout));
+    let base_types = Btf::parse(&std::fs::read(base).unwrap()).unwrap().type_cnt();
+    let target_id = |r: &Value| -> Option<u32> {
+        let t = r["target"].as_str()?;
+        t[1..t.find(']')?].parse().ok()
+    };
+    assert!(a.iter().filter_map(target_id).any(|id| id >= base_types), "some targets are module types");
+    assert_eq!(a, b, "module candidates differ from split-target candidates");
+
+    let dir = std::env::temp_dir().join(format!("btfgen-module-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (one, two) = (dir.join("module.btf"), dir.join("split.btf"));
+    let out1 = run(&["min-core-btf", base, one.to_str().unwrap(), obj, "--module-btf", module]);
+    let out2 = run(&["min-core-btf", module, two.to_str().unwrap(), obj, "--base-btf", base]);
+    assert!(out1.status.success(), "{}", String::from_utf8_lossy(&out1.stderr));
+    assert!(out2.status.success(), "{}", String::from_utf8_lossy(&out2.stderr));
+    assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&two).unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
