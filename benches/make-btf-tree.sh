@@ -5,7 +5,8 @@
 #     benches/make-btf-tree.sh DIR [COUNT]
 #
 # DIR gets COUNT (default 60) kernels in BTFHub's layout, `DISTRO/VERSION/ARCH/KERNEL.btf`,
-# every third one packed as `KERNEL.btf.tar.xz` (one KERNEL.btf inside, as BTFHub ships them).
+# every third one (every PACK_EVERY-th; PACK_EVERY=0: none) packed as `KERNEL.btf.tar.xz` (one
+# KERNEL.btf inside, made with `tar -cJf`, as BTFHub ships them).
 #
 # The distinct BTFs come from
 #   - the running kernel's /sys/kernel/btf/vmlinux (if present), and
@@ -34,6 +35,7 @@ if (($# < 1 || $# > 2)); then
 fi
 dir=$1
 count=${2:-60}
+pack_every=${PACK_EVERY:-3}
 cache=${BTF_CACHE:-/var/tmp/btfgen-bench-cache}
 mkdir -p "$cache/debs" "$cache/btf" "$dir"
 cache=$(cd "$cache" && pwd)
@@ -142,14 +144,14 @@ if ((${#sources[@]} == 0)); then
 fi
 
 # Lay out COUNT kernels over made-up distro/version/arch directories, cycling through the
-# distinct BTFs; every third one is a .btf.tar.xz.
+# distinct BTFs; every PACK_EVERY-th one is a .btf.tar.xz.
 distros=(ubuntu/20.04 ubuntu/22.04 debian/11 debian/12 fedora/38 centos/8 amzn/2 rhel/9)
 for ((i = 0; i < count; i++)); do
     src=${sources[i % ${#sources[@]}]}
     kernel=$(basename "$src" .btf)-v$i
     sub=$dir/${distros[i % ${#distros[@]}]}/x86_64
     mkdir -p "$sub"
-    if ((i % 3 == 2)); then
+    if ((pack_every > 0 && i % pack_every == pack_every - 1)); then
         tmp=$(mktemp -d)
         cp "$src" "$tmp/$kernel.btf"
         tar -C "$tmp" -cJf "$sub/$kernel.btf.tar.xz" "$kernel.btf"

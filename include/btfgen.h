@@ -140,7 +140,9 @@ extern "C" {
 /**
  * Creates a `btf_reloc_info` for generating a minimized BTF from the target BTF at
  * `targ_btf_path` (raw BTF such as `/sys/kernel/btf/vmlinux`, or an ELF file with a `.BTF`
- * section). The file is read and validated once, here.
+ * section). The file is read once, here, and validated as `btfgen min-core-btf` validates
+ * targets: its layout and records now, each type when a relocation reads it (a bad type then
+ * fails that `bpf_object__reloc_info_gen()` with `-EINVAL`).
  *
  * Returns NULL on error with `errno` set: `EINVAL` (NULL path, invalid BTF), `ENOENT`,
  * `EISDIR` or another `open`/`read` errno, `ENODATA` (ELF without `.BTF`), `ENOMEM`.

@@ -23,6 +23,8 @@ enum Command {
     /// Write a BTF with only what OBJECTs' CO-RE relocations need (no arguments: the running
     /// kernel's BTF and the example object, into min.btf).
     MinCoreBtf(cli::min_core_btf::MinCoreBtfArgs),
+    /// Minimize OBJECTs against every kernel BTF under a BTFHub-style tree, in parallel.
+    Batch(cli::batch::BatchArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +33,7 @@ fn main() -> ExitCode {
         Command::Dump(a) => cli::dump::run(&a),
         Command::Relocate(a) => cli::relocate::run(&a),
         Command::MinCoreBtf(a) => cli::min_core_btf::run(&a),
+        Command::Batch(a) => cli::batch::run(&a),
     };
     match result {
         Ok(code) => code,

@@ -501,11 +501,22 @@ fn interpret(seed: &Seed, id: u32, count: u32) -> Model {
 fn models_strategy() -> impl Strategy<Value = Vec<Model>> {
     prop::collection::vec(seed_strategy(), 1..40).prop_map(|seeds| {
         let count = seeds.len() as u32;
-        seeds
-            .iter()
-            .enumerate()
-            .map(|(i, s)| interpret(s, i as u32 + 1, count))
-            .collect()
+        let mut models: Vec<Model> = Vec::new();
+        for (i, s) in seeds.iter().enumerate() {
+            let model = interpret(s, i as u32 + 1, count);
+            // A FUNC must point at a FUNC_PROTO (the validator checks it, as the kernel does);
+            // where the chosen earlier type is something else, make this type a prototype.
+            let model = match model {
+                Model::Func { proto, .. }
+                    if !matches!(models.get(proto as usize - 1), Some(Model::FuncProto { .. })) =>
+                {
+                    Model::FuncProto { ret: 0, params: Vec::new() }
+                }
+                other => other,
+            };
+            models.push(model);
+        }
+        models
     })
 }
 

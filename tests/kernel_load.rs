@@ -446,3 +446,54 @@ fn assembled_programs_match_libbpf() {
         }
     }
 }
+
+#[cfg(feature = "cli")]
+#[test]
+fn records_cli_prints_the_kernel_side_records() {
+    let object = data_dir().join("progs/calls.bpf.o");
+    // --btf is required by `relocate`; --records does not use the target.
+    let target = data_dir().join("targets/base.btf");
+    let out = Command::new(env!("CARGO_BIN_EXE_btfgen"))
+        .args(["relocate", "--records", "--json", "--btf"])
+        .args([&target, &object])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = std::fs::read(&object).unwrap();
+    let obj = BpfObject::parse(&data).unwrap();
+    let local = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+    let load = kernel_core(&obj, &local).unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), load.programs.len());
+    for (line, p) in lines.iter().zip(&load.programs) {
+        assert_eq!(line["program"], p.name());
+        assert_eq!(line["insns"], p.program.insns.len());
+        let relos = line["core_relos"].as_array().unwrap();
+        assert_eq!(relos.len(), p.core_relos.len());
+        for (json, r) in relos.iter().zip(&p.core_relos) {
+            assert_eq!(json["insn_off"], r.insn_off);
+            assert_eq!(json["type_id"], r.type_id);
+            assert_eq!(json["access"], local.name(r.access_str_off).unwrap());
+        }
+    }
+    let both = &lines[1];
+    assert_eq!(both["program"], "calls_both");
+    let kinds: Vec<&str> = both["core_relos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["byte_off", "byte_off", "byte_sz", "byte_off", "byte_off"]
+    );
+}

@@ -1,5 +1,6 @@
 //! Subcommands of the `btfgen` binary, plus the file helpers they share.
 
+pub mod batch;
 pub mod dump;
 pub mod min_core_btf;
 pub mod relocate;

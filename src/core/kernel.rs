@@ -218,3 +218,100 @@ pub fn user_core<'a>(
         programs,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::relocate::relocate_object;
+
+    const CALLS: &[u8] = include_bytes!("../../tests/data/progs/calls.bpf.o");
+    const FIELDS: &[u8] = include_bytes!("../../tests/data/progs/fields.bpf.o");
+    const FIELDS_TARGET: &[u8] = include_bytes!("../../tests/data/targets/btf__fields.btf");
+    const AMBIGUOUS: &[u8] = include_bytes!("../../tests/data/progs/ambiguous.bpf.o");
+    const AMBIGUOUS_TARGET: &[u8] =
+        include_bytes!("../../tests/data/targets/btf__ambiguous_off.btf");
+
+    fn parse(data: &[u8]) -> (BpfObject<'_>, Btf<'_>) {
+        let obj = BpfObject::parse(data).unwrap();
+        let btf = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+        (obj, btf)
+    }
+
+    #[test]
+    fn kernel_side_records_are_the_placed_ones() {
+        let (obj, local) = parse(CALLS);
+        let load = kernel_core(&obj, &local).unwrap();
+        assert_eq!(load.btf, loadable_btf(&obj).unwrap());
+        assert_eq!(load.programs.len(), 3);
+        for p in &load.programs {
+            let placed: Vec<_> = p
+                .program
+                .core_relos
+                .iter()
+                .map(|r| (r.insn_off, r.type_id, r.access_str_off, r.kind))
+                .collect();
+            let records: Vec<_> = p
+                .core_relos
+                .iter()
+                .map(|r| (r.insn_off, r.type_id, r.access_str_off, r.kind))
+                .collect();
+            assert_eq!(placed, records);
+        }
+        let both = load.program("calls_both").unwrap();
+        let bytes = both.core_relo_bytes(Endianness::Little).unwrap();
+        assert_eq!(bytes.len(), 5 * CORE_RELO_REC_SIZE as usize);
+        assert_eq!(bytes[..4], 88u32.to_le_bytes());
+        let be = both.core_relo_bytes(Endianness::Big).unwrap();
+        assert_eq!(be[..4], 88u32.to_be_bytes());
+        assert_eq!(
+            both.func_info_bytes(Endianness::Little).unwrap().len(),
+            5 * 8
+        );
+        assert_eq!(
+            both.line_info_bytes(Endianness::Little).unwrap().len(),
+            both.program.line_info.len() * 16
+        );
+        assert_eq!(both.insn_bytes(Endianness::Little).unwrap().len(), 57 * 8);
+    }
+
+    #[test]
+    fn user_space_core_patches_each_section_before_appending() {
+        let (obj, local) = parse(FIELDS);
+        let target = Btf::parse(FIELDS_TARGET).unwrap();
+        let targets = Targets::new(&target);
+        let user = user_core(&obj, &local, &targets, &mut CandidateIndex::new()).unwrap();
+        let kernel = kernel_core(&obj, &local).unwrap();
+        let relocated =
+            relocate_object(&obj, &local, &targets, &mut CandidateIndex::new()).unwrap();
+        let mut checked = 0;
+        for (u, k) in user.programs.iter().zip(&kernel.programs) {
+            assert!(u.core_relos.is_empty());
+            assert_eq!(u.program.func_info, k.program.func_info);
+            for r in &k.program.core_relos {
+                let section = relocated
+                    .sections
+                    .iter()
+                    .find(|s| s.name == r.section)
+                    .unwrap();
+                let at = (r.insn_off / 8) as usize;
+                assert_eq!(u.program.insns[at], section.insns[r.section_insn as usize]);
+                checked += 1;
+            }
+        }
+        assert!(checked > 10);
+    }
+
+    #[test]
+    fn a_failed_relocation_fails_user_space_core() {
+        let (obj, local) = parse(AMBIGUOUS);
+        let target = Btf::parse(AMBIGUOUS_TARGET).unwrap();
+        let targets = Targets::new(&target);
+        let err = user_core(&obj, &local, &targets, &mut CandidateIndex::new()).unwrap_err();
+        assert!(
+            matches!(err, Error::AmbiguousRelocation { relo: 1, .. }),
+            "{err:?}"
+        );
+        // Kernel-side CO-RE leaves the decision to the kernel.
+        assert!(kernel_core(&obj, &local).is_ok());
+    }
+}

@@ -4,6 +4,7 @@
 use super::spec::{Accessor, Spec, essential_name, is_flex_array};
 use crate::btf::{Btf, Kind, Type, TypeKind};
 use crate::error::{Error, Result};
+use hashbrown::HashMap;
 
 /// Recursion limit of the type compatibility and type-match relations (libbpf's 32).
 const MAX_COMPAT_DEPTH: i32 = 32;
@@ -87,7 +88,8 @@ pub fn spec_match<'t>(
         let targ_type = targ_btf.skip_mods_and_typedefs(targ_id)?;
         targ_id = targ_type.id;
         if local_acc.name.is_some() {
-            match match_member(local_btf, local_acc, targ_btf, targ_id, &mut targ)? {
+            let mut searched = HashMap::new();
+            match match_member(local_btf, local_acc, targ_btf, targ_id, &mut targ, &mut searched)? {
                 Some(next) => targ_id = next,
                 None => return Ok(None),
             }
@@ -129,12 +131,42 @@ pub fn spec_match<'t>(
 /// Find the member named by `local_acc` in target composite `targ_id`, descending into anonymous
 /// members; on success the target accessor and raw indices are pushed and the member's type id
 /// returned. Recursion depth is bounded by the raw spec's capacity.
+///
+/// `searched` remembers the types whose members were searched in vain, with the deepest spec
+/// length they were searched from. Such a search does not depend on where it starts except
+/// through the spec length limit, which a shallower start hits no sooner, so it fails again
+/// from there and is skipped. Without this, anonymous members nested `fanout` wide make the
+/// search (like libbpf's) take `fanout^depth` steps; with it, each type is searched at most
+/// once per spec length.
 fn match_member<'t>(
     local_btf: &Btf<'_>,
     local_acc: &Accessor<'_>,
     targ_btf: &Btf<'t>,
     targ_id: u32,
     targ: &mut Spec<'t>,
+    searched: &mut HashMap<u32, usize>,
+) -> Result<Option<u32>> {
+    let depth = targ.raw.len();
+    if searched.get(&targ_id).is_some_and(|&d| depth <= d) {
+        return Ok(None);
+    }
+    let found = search_members(local_btf, local_acc, targ_btf, targ_id, targ, searched)?;
+    if found.is_none() {
+        searched.try_reserve(1)?;
+        let deepest = searched.entry(targ_id).or_insert(depth);
+        *deepest = (*deepest).max(depth);
+    }
+    Ok(found)
+}
+
+/// [`match_member`] without the memo.
+fn search_members<'t>(
+    local_btf: &Btf<'_>,
+    local_acc: &Accessor<'_>,
+    targ_btf: &Btf<'t>,
+    targ_id: u32,
+    targ: &mut Spec<'t>,
+    searched: &mut HashMap<u32, usize>,
 ) -> Result<Option<u32>> {
     let targ_type = targ_btf.skip_mods_and_typedefs(targ_id)?;
     let Some(members) = targ_type.kind.composite() else {
@@ -162,7 +194,7 @@ fn match_member<'t>(
         targ.push_raw(i as u32)?;
         let name = targ_btf.name(m.name_off)?;
         if name.is_empty() {
-            if let Some(found) = match_member(local_btf, local_acc, targ_btf, m.type_id, targ)? {
+            if let Some(found) = match_member(local_btf, local_acc, targ_btf, m.type_id, targ, searched)? {
                 return Ok(Some(found));
             }
         } else if name == local_name {
@@ -229,6 +261,56 @@ pub fn types_are_compat(
     targ_id: u32,
     level: i32,
 ) -> Result<bool> {
+    let mut memo = HashMap::new();
+    Ok(types_are_compat_memo(local_btf, local_id, targ_btf, targ_id, level, &mut memo)?.0)
+}
+
+/// Results of the calls of a recursive relation that returned, keyed by their arguments but
+/// the level, with the fewest levels each needed to return: a call with at least that many
+/// levels left makes the same calls and returns the same; with fewer it fails as too deep.
+/// Without it, function prototypes (for `types_are_compat`) or structs (for `types_match`)
+/// whose parameters or members share types take, as in libbpf, time exponential in the depth.
+type Memo<K> = HashMap<K, (bool, i32)>;
+
+/// The memo's answer for `key` at `level`, if it has one.
+fn recall<K: core::hash::Hash + Eq>(memo: &Memo<K>, key: &K, level: i32) -> Option<Result<(bool, i32)>> {
+    let &(result, needed) = memo.get(key)?;
+    Some(if level >= needed { Ok((result, needed)) } else { Err(too_deep()) })
+}
+
+fn remember<K: core::hash::Hash + Eq>(memo: &mut Memo<K>, key: K, result: bool, needed: i32) -> Result<(bool, i32)> {
+    memo.try_reserve(1)?;
+    memo.insert(key, (result, needed));
+    Ok((result, needed))
+}
+
+/// [`types_are_compat`] with a memo: the result and the levels the call needed.
+fn types_are_compat_memo(
+    local_btf: &Btf<'_>,
+    local_id: u32,
+    targ_btf: &Btf<'_>,
+    targ_id: u32,
+    level: i32,
+    memo: &mut Memo<(u32, u32)>,
+) -> Result<(bool, i32)> {
+    let key = (local_id, targ_id);
+    if let Some(known) = recall(memo, &key, level) {
+        return known;
+    }
+    let mut needed = 0;
+    let result = types_are_compat_body(local_btf, local_id, targ_btf, targ_id, level, &mut needed, memo)?;
+    remember(memo, key, result, needed)
+}
+
+fn types_are_compat_body(
+    local_btf: &Btf<'_>,
+    local_id: u32,
+    targ_btf: &Btf<'_>,
+    targ_id: u32,
+    level: i32,
+    needed: &mut i32,
+    memo: &mut Memo<(u32, u32)>,
+) -> Result<bool> {
     let (mut local_id, mut targ_id) = (local_id, targ_id);
     if !kinds_core_compat(
         local_btf.type_by_id(local_id)?.kind(),
@@ -273,7 +355,9 @@ pub fn types_are_compat(
                     }
                     let a = local_btf.skip_mods_and_typedefs(a.type_id)?.id;
                     let b = targ_btf.skip_mods_and_typedefs(b.type_id)?.id;
-                    if !types_are_compat(local_btf, a, targ_btf, b, level - 1)? {
+                    let (compat, below) = types_are_compat_memo(local_btf, a, targ_btf, b, level - 1, memo)?;
+                    *needed = (*needed).max(below + 1);
+                    if !compat {
                         return Ok(false);
                     }
                 }
@@ -338,9 +422,43 @@ pub fn types_match(
     behind_ptr: bool,
     level: i32,
 ) -> Result<bool> {
+    let mut memo = HashMap::new();
+    Ok(types_match_memo(local_btf, local_id, targ_btf, targ_id, behind_ptr, level, &mut memo)?.0)
+}
+
+/// [`types_match`] with a memo: the result and the levels the call needed.
+fn types_match_memo(
+    local_btf: &Btf<'_>,
+    local_id: u32,
+    targ_btf: &Btf<'_>,
+    targ_id: u32,
+    behind_ptr: bool,
+    level: i32,
+    memo: &mut Memo<(u32, u32, bool)>,
+) -> Result<(bool, i32)> {
     if level <= 0 {
         return Err(too_deep());
     }
+    let key = (local_id, targ_id, behind_ptr);
+    if let Some(known) = recall(memo, &key, level) {
+        return known;
+    }
+    let mut needed = 1;
+    let result = types_match_body(local_btf, local_id, targ_btf, targ_id, behind_ptr, level, &mut needed, memo)?;
+    remember(memo, key, result, needed)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn types_match_body(
+    local_btf: &Btf<'_>,
+    local_id: u32,
+    targ_btf: &Btf<'_>,
+    targ_id: u32,
+    behind_ptr: bool,
+    level: i32,
+    needed: &mut i32,
+    memo: &mut Memo<(u32, u32, bool)>,
+) -> Result<bool> {
     let (mut local_id, mut targ_id, mut behind_ptr) = (local_id, targ_id, behind_ptr);
     for _ in 0..MAX_COMPAT_DEPTH {
         let l = local_btf.skip_mods_and_typedefs(local_id)?;
@@ -387,14 +505,17 @@ pub fn types_match(
                         if !names_match(local_btf, lm.name_off, targ_btf, tm.name_off)? {
                             continue;
                         }
-                        if types_match(
+                        let (matched, below) = types_match_memo(
                             local_btf,
                             lm.type_id,
                             targ_btf,
                             tm.type_id,
                             behind_ptr,
                             level - 1,
-                        )? {
+                            memo,
+                        )?;
+                        *needed = (*needed).max(below + 1);
+                        if matched {
                             found = true;
                             break;
                         }
@@ -449,14 +570,17 @@ pub fn types_match(
                     return Ok(false);
                 }
                 for (a, b) in lp.params().zip(tp.params()) {
-                    if !types_match(
+                    let (matched, below) = types_match_memo(
                         local_btf,
                         a.type_id,
                         targ_btf,
                         b.type_id,
                         behind_ptr,
                         level - 1,
-                    )? {
+                        memo,
+                    )?;
+                    *needed = (*needed).max(below + 1);
+                    if !matched {
                         return Ok(false);
                     }
                 }

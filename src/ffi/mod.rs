@@ -195,6 +195,7 @@ pub struct bpf_object_open_opts {
 }
 
 // libbpf 1.1's layout on LP64 (checked against <bpf/libbpf.h> by c-tests/abi too).
+#[cfg(target_pointer_width = "64")]
 const _: () = {
     assert!(offset_of!(bpf_object_open_opts, object_name) == 8);
     assert!(offset_of!(bpf_object_open_opts, relaxed_maps) == 16);
@@ -266,7 +267,9 @@ fn raw_btf(data: Vec<u8>) -> Result<Vec<u8>, Errno> {
 
 /// Creates a `btf_reloc_info` for generating a minimized BTF from the target BTF at
 /// `targ_btf_path` (raw BTF such as `/sys/kernel/btf/vmlinux`, or an ELF file with a `.BTF`
-/// section). The file is read and validated once, here.
+/// section). The file is read once, here, and validated as `btfgen min-core-btf` validates
+/// targets: its layout and records now, each type when a relocation reads it (a bad type then
+/// fails that `bpf_object__reloc_info_gen()` with `-EINVAL`).
 ///
 /// Returns NULL on error with `errno` set: `EINVAL` (NULL path, invalid BTF), `ENOENT`,
 /// `EISDIR` or another `open`/`read` errno, `ENODATA` (ELF without `.BTF`), `ENOMEM`.
@@ -538,23 +541,23 @@ pub unsafe extern "C" fn btf__parse_split(path: *const c_char, base_btf: *mut bt
 /// `btf` must be NULL or a live `btf`; `size` NULL or valid for writing a `uint32_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn btf__raw_data(btf: *const btf, size: *mut u32) -> *const c_void {
-    let result = guard_ptr(|| {
+    guard(ptr::null(), || {
         // SAFETY: the caller passes NULL or a live `btf`.
-        let btf = unsafe { btf.as_ref() }.ok_or(Errno::INVAL)?;
-        // Parsing checked that the blob fits BTF's 32-bit offsets.
-        let len = u32::try_from(btf.data.raw.len()).map_err(|_| Errno(libc::E2BIG))?;
+        let Some(btf) = (unsafe { btf.as_ref() }) else {
+            errno::set_errno(libc::EINVAL);
+            return ptr::null();
+        };
+        // Only a blob of more than 4 GiB (of which BTF uses at most its sections) could fail.
+        let Ok(len) = u32::try_from(btf.data.raw.len()) else {
+            errno::set_errno(libc::E2BIG);
+            return ptr::null();
+        };
         if !size.is_null() {
             // SAFETY: non-null, and by the caller's contract valid for writing a `u32`.
             unsafe { size.write(len) };
         }
-        Ok(Box::new(btf.data.raw.as_ptr().cast::<c_void>()))
-    });
-    if result.is_null() {
-        return ptr::null();
-    }
-    // SAFETY: `result` came from `Box::into_raw` in `guard_ptr` just above; this takes the
-    // value back and frees the box.
-    *unsafe { Box::from_raw(result) }
+        btf.data.raw.as_ptr().cast::<c_void>()
+    })
 }
 
 /// The number of types of `btf` plus one (libbpf's prototype): valid type ids are
@@ -642,30 +645,28 @@ mod tests {
 
     #[test]
     fn opts_follow_libbpf_opts_valid() {
-        // SAFETY: every pointer passed is NULL or a live, fully initialized opts struct.
+        // Built in zeroed, aligned memory as C clients do (memset, then fields): a Rust struct
+        // literal would leave the tail padding uninitialized, and it is checked to be zero.
+        let mut mem = [0u64; 12];
+        let opts = mem.as_mut_ptr().cast::<bpf_object_open_opts>();
+        let name = c"custom";
+        // SAFETY: `mem` is 96 zeroed, 8-aligned bytes, more than `bpf_object_open_opts` needs;
+        // only its fields are written, and `sz` never exceeds 96.
         unsafe {
             assert_eq!(object_name_opt(ptr::null()), Ok(None));
-            let mut bytes = [0u8; 96];
-            bytes[..8].copy_from_slice(&4usize.to_ne_bytes());
-            let too_small = bytes.as_ptr().cast::<bpf_object_open_opts>();
-            assert_eq!(object_name_opt(too_small), Err(Errno::INVAL));
-            let name = c"custom";
-            let mut opts = bpf_object_open_opts {
-                sz: size_of::<bpf_object_open_opts>(),
-                object_name: name.as_ptr(),
-                relaxed_maps: false,
-                pin_root_path: ptr::null(),
-                _unused_attach_prog_fd: 0,
-                kconfig: ptr::null(),
-                btf_custom_path: ptr::null(),
-                kernel_log_buf: ptr::null_mut(),
-                kernel_log_size: 0,
-                kernel_log_level: 0,
-            };
-            assert_eq!(object_name_opt(&opts), Ok(Some("custom".into())));
-            // A struct from an older libbpf that ends before `object_name`.
-            opts.sz = 8;
-            assert_eq!(object_name_opt(&opts), Ok(None));
+            ptr::addr_of_mut!((*opts).sz).write(4);
+            assert_eq!(object_name_opt(opts), Err(Errno::INVAL));
+            ptr::addr_of_mut!((*opts).sz).write(size_of::<bpf_object_open_opts>());
+            ptr::addr_of_mut!((*opts).object_name).write(name.as_ptr());
+            assert_eq!(object_name_opt(opts), Ok(Some("custom".into())));
+            // A newer struct: unknown trailing bytes must be zero.
+            ptr::addr_of_mut!((*opts).sz).write(96);
+            assert_eq!(object_name_opt(opts), Ok(Some("custom".into())));
+            opts.cast::<u64>().add(11).write(1);
+            assert_eq!(object_name_opt(opts), Err(Errno::INVAL));
+            // An older struct that ends before `object_name`.
+            ptr::addr_of_mut!((*opts).sz).write(8);
+            assert_eq!(object_name_opt(opts), Ok(None));
         }
     }
 

@@ -4,7 +4,7 @@
 
 use super::anchor::Anchor;
 use super::errno::Errno;
-use crate::btf::Btf;
+use crate::btf::{Btf, Validation};
 use crate::core::Targets;
 use crate::error::Result;
 use crate::minimize::RelocInfo;
@@ -36,13 +36,17 @@ pub(super) struct Session {
 
 impl Session {
     /// Parse the main target BTF (raw BTF, or an ELF file's `.BTF`) from `bytes`.
+    ///
+    /// Target BTFs are validated as `btfgen min-core-btf` validates them
+    /// ([`Validation::OnUse`]): layout and records now, each type when a relocation reads it;
+    /// the emitted BTF is validated in full by [`RelocInfo::to_btf`].
     pub(super) fn new(bytes: Vec<u8>) -> Result<Session> {
         let main_bytes = Anchor::new(bytes);
         // SAFETY: the view is stored in `main`, declared (so dropped) before `main_bytes`, and
         // neither anchor is ever replaced. On a parse error nothing borrowing it survives: the
         // error owns no references into the bytes.
         let data: &'static Vec<u8> = unsafe { main_bytes.get_unbounded() };
-        let main = Anchor::new(Btf::parse_raw_or_elf(data, None)?);
+        let main = Anchor::new(Btf::parse_with(data, None, Validation::OnUse)?);
         Ok(Session {
             info: None,
             modules: Vec::new(),
@@ -68,7 +72,7 @@ impl Session {
         // borrowing it (errors own no references).
         let (data, main): (&'static Vec<u8>, &'static Btf<'static>) =
             unsafe { (bytes.get_unbounded(), self.main.get_unbounded()) };
-        let module = Btf::parse_raw_or_elf(data, Some(main))?;
+        let module = Btf::parse_with(data, Some(main), Validation::OnUse)?;
         self.module_bytes.push(bytes);
         self.modules.push(Anchor::new(module));
         Ok(())

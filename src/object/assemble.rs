@@ -11,6 +11,12 @@
 //! ([`SectionCode`]): libbpf applies CO-RE to each section before it appends anything, so
 //! CO-RE-patched sections assemble into exactly what libbpf loads.
 //!
+//! As current libbpf: `.text` functions are always subprograms (libbpf up to 1.4 made a lone
+//! `.text` function an entry point), calls go only into `.text` (libbpf rejects others), and a
+//! call into the middle of a function calls its start. Unlike libbpf, func_info or line_info
+//! records out of instruction order are an error rather than offsets the kernel rejects.
+//! Exception callbacks (`__exception_cb`) are not appended.
+//!
 //! [`loadable_btf`] is the other half of a load: the object's `.BTF` with the DATASEC sizes and
 //! variable offsets filled in from the ELF, which clang leaves at 0 and the kernel rejects.
 

@@ -85,8 +85,8 @@ impl Pool {
 }
 
 /// Limits that keep one generated BTF small enough to build and run in well under a second.
-const MAX_TYPES: u32 = 60_000;
-const MAX_WIDE: u32 = 5_000;
+const MAX_TYPES: u32 = 40_000;
+const MAX_WIDE: u32 = 3_000;
 
 /// What the generator knows about each type it added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -721,9 +721,12 @@ pub fn target_btf(
 /// `BPF_ALU64 | BPF_MOV | BPF_K` `r0 = 1`: what type_exists/type_matches relocations expect.
 const MOV_R0_1: [u8; 8] = [0xb7, 0x00, 0, 0, 1, 0, 0, 0];
 
-/// Relocation kinds the generated records use, weighted to the type-based ones (whose
-/// instruction checks `r0 = 1` satisfies) but with every kind present.
-const RELO_KINDS: [u32; 16] = [12, 12, 12, 8, 8, 7, 7, 9, 0, 1, 2, 3, 10, 11, 6, 13];
+/// Relocation kinds of "clean" objects: those whose local value is 1, so that `r0 = 1` passes
+/// their instruction check (field_exists, type_exists, enumval_exists, type_matches), or that
+/// are not checked (target_type_id): whole objects then minimize.
+const CLEAN_KINDS: [u32; 8] = [12, 12, 12, 8, 8, 7, 2, 10];
+/// Relocation kinds of the other objects: every kind, and an unknown one.
+const ALL_KINDS: [u32; 16] = [12, 12, 12, 8, 8, 7, 7, 9, 0, 1, 2, 3, 10, 11, 6, 13];
 
 /// Locations of a little-endian ELF64 section header's fields.
 struct SectionHeader {
@@ -810,19 +813,13 @@ fn access_string(
     local: &Btf<'_>,
     root: u32,
     kind: u32,
+    clean: bool,
 ) -> Result<String> {
+    let dirty = |u: &mut Unstructured<'_>, n: u32| -> Result<bool> { Ok(!clean && u.ratio(1, n)?) };
     if (6..=9).contains(&kind) || kind == 12 {
-        return Ok(if u.ratio(1, 20)? {
-            "1".into()
-        } else {
-            "0".into()
-        });
+        return Ok(if dirty(u, 20)? { "1".into() } else { "0".into() });
     }
-    let mut parts = vec![if u.ratio(1, 10)? {
-        u.int_in_range(0..=3u32)?
-    } else {
-        0
-    }];
+    let mut parts = vec![if dirty(u, 10)? { u.int_in_range(0..=3u32)? } else { 0 }];
     let mut id = root;
     for _ in 0..u.int_in_range(0..=70u32)? {
         let Ok(ty) = local.skip_mods_and_typedefs(id) else {
@@ -834,24 +831,21 @@ fn access_string(
                 (i, c.member(i as usize).unwrap().type_id)
             }
             TypeKind::Enum(e) | TypeKind::Enum64(e) if !e.is_empty() => {
-                parts[0] = u.int_in_range(0..=e.len() as u32)?;
+                parts[0] = u.int_in_range(0..=e.len() as u32 - u32::from(clean))?;
                 break;
             }
-            TypeKind::Array(a) => (
-                u.int_in_range(0..=a.nelems.saturating_add(1).min(8))?,
-                a.elem_type,
-            ),
+            TypeKind::Array(a) if clean && a.nelems == 0 => break,
+            TypeKind::Array(a) => {
+                let last = a.nelems.saturating_sub(u32::from(clean)).min(8);
+                (u.int_in_range(0..=last)?, a.elem_type)
+            }
             _ => break,
         };
-        parts.push(if u.ratio(1, 30)? { u.arbitrary()? } else { idx });
+        parts.push(if dirty(u, 30)? { u.arbitrary()? } else { idx });
         id = next;
     }
-    let mut s = parts
-        .iter()
-        .map(|p| (*p as i32).to_string())
-        .collect::<Vec<_>>()
-        .join(":");
-    if u.ratio(1, 40)? {
+    let mut s = parts.iter().map(|p| (*p as i32).to_string()).collect::<Vec<_>>().join(":");
+    if dirty(u, 40)? {
         s.push_str(":x");
     }
     Ok(s)
@@ -895,6 +889,8 @@ pub fn object(u: &mut Unstructured<'_>, fixture: &[u8]) -> Result<Vec<u8>> {
     if named.is_empty() {
         return Err(arbitrary::Error::NotEnoughData);
     }
+    let clean = u.ratio(2, 3)?;
+    let kinds: &[u32] = if clean { &CLEAN_KINDS } else { &ALL_KINDS };
     for _ in 0..group_count {
         let section = *u.choose(&sections)?;
         let name = g.w.add_string(section.name).unwrap();
@@ -907,13 +903,13 @@ pub fn object(u: &mut Unstructured<'_>, fixture: &[u8]) -> Result<Vec<u8>> {
         for _ in 0..u.int_in_range(1..=40u32)? {
             let p = *u.choose(&programs)?;
             let insn = u.int_in_range(0..=(p.size / 8).saturating_sub(1))?;
-            let root = if u.ratio(1, 12)? {
+            let root = if !clean && u.ratio(1, 12)? {
                 u.int_in_range(0..=local.type_cnt())?
             } else {
                 *u.choose(&named)?
             };
-            let kind = *u.choose(&RELO_KINDS)?;
-            let access = access_string(u, &local, root, kind)?;
+            let kind = *u.choose(kinds)?;
+            let access = access_string(u, &local, root, kind, clean)?;
             let access_off = g.w.add_string(&access).unwrap();
             records.push([p.offset + insn * 8, root, access_off, kind]);
         }

@@ -1,0 +1,197 @@
+//! `btfgen batch` on a small BTFHub-style tree built at test time from the fixture target BTFs:
+//! plain `KERNEL.btf` files, one `KERNEL.btf.tar.xz` (packed here with the same `tar` and
+//! `liblzma` crates the binary reads it with), a corrupt BTF and a corrupt archive. Each output
+//! must be byte-identical to `btfgen min-core-btf` on that kernel alone, each bad kernel must be
+//! reported on its own line naming its file, the good ones must still be written, and the exit
+//! status must be non-zero.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel)
+}
+
+/// A fresh directory under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("btfgen-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(args: &[&Path]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(from, to).unwrap();
+}
+
+/// `DIR/NAME.btf.tar.xz` holding `bytes` as `NAME.btf`, the way BTFHub packs kernels
+/// (`tar -cJf NAME.btf.tar.xz NAME.btf`).
+fn pack(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(format!("{name}.btf.tar.xz"));
+    let xz = liblzma::write::XzEncoder::new(std::fs::File::create(&path).unwrap(), 6);
+    let mut tar = tar::Builder::new(xz);
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(0o644);
+    header.set_cksum();
+    tar.append_data(&mut header, format!("{name}.btf"), bytes).unwrap();
+    tar.into_inner().unwrap().finish().unwrap();
+    path
+}
+
+const OBJECTS: [&str; 2] = ["progs/fields.bpf.o", "progs/types.bpf.o"];
+
+/// (input as found in the tree, plain BTF to give min-core-btf, output path relative to OUT)
+/// for every good kernel of the tree.
+fn build_tree(tree: &Path) -> Vec<(PathBuf, PathBuf, &'static str)> {
+    let mut good = Vec::new();
+    let plain = [
+        ("ubuntu/20.04/x86_64/5.4.0-1-generic.btf", "targets/btf__fields.btf"),
+        ("ubuntu/22.04/x86_64/5.15.0-2-generic.btf", "targets/btf__types.btf"),
+        ("centos/8/x86_64/4.18.0-3.el8.x86_64.btf", "targets/btf__fields_flat.btf"),
+    ];
+    for (rel, target) in plain {
+        let input = tree.join(rel);
+        copy(&data(target), &input);
+        good.push((input, data(target), rel));
+    }
+    let packed = pack(
+        &tree.join("fedora/38/x86_64"),
+        "6.2.9-300.fc38.x86_64",
+        &std::fs::read(data("targets/btf__fields_flat.btf")).unwrap(),
+    );
+    good.push((packed, data("targets/btf__fields_flat.btf"), "fedora/38/x86_64/6.2.9-300.fc38.x86_64.btf"));
+    // Not kernels: ignored.
+    std::fs::write(tree.join("README.md"), "not a kernel").unwrap();
+    std::fs::write(tree.join("ubuntu/20.04/x86_64/.hidden.btf"), "ignored").unwrap();
+    good
+}
+
+fn batch_args<'a>(tree: &'a Path, out: &'a Path, objects: &'a [PathBuf]) -> Vec<&'a Path> {
+    let mut args: Vec<&Path> =
+        vec![Path::new("batch"), Path::new("--btf-dir"), tree, Path::new("--out-dir"), out];
+    args.extend(objects.iter().map(PathBuf::as_path));
+    args
+}
+
+#[test]
+fn batch_mirrors_the_tree_matches_min_core_btf_and_reports_bad_kernels() {
+    let tmp = TempDir::new("batch");
+    let tree = tmp.0.join("tree");
+    let out = tmp.0.join("out");
+    let good = build_tree(&tree);
+    let corrupt = tree.join("debian/12/x86_64/6.1.0-9-amd64.btf");
+    let mut bytes = std::fs::read(data("targets/btf__types.btf")).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    copy(&data("targets/btf__types.btf"), &corrupt);
+    std::fs::write(&corrupt, &bytes).unwrap();
+    let corrupt_archive = tree.join("debian/12/x86_64/6.1.0-10-amd64.btf.tar.xz");
+    std::fs::write(&corrupt_archive, b"this is not xz").unwrap();
+    let objects: Vec<PathBuf> = OBJECTS.iter().map(|o| data(o)).collect();
+
+    let result = run(&batch_args(&tree, &out, &objects));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(!result.status.success(), "a bad kernel must fail the run:\n{stderr}");
+
+    // Each bad kernel: one FAILED line naming its file.
+    for bad in [&corrupt, &corrupt_archive] {
+        let lines: Vec<&str> =
+            stderr.lines().filter(|l| l.contains("FAILED") && l.contains(bad.to_str().unwrap())).collect();
+        assert_eq!(lines.len(), 1, "{} reported once:\n{stderr}", bad.display());
+    }
+    assert_eq!(stderr.lines().filter(|l| l.contains("FAILED")).count(), 2, "{stderr}");
+    assert!(stderr.contains("4 kernel(s) ok, 2 failed"), "summary:\n{stderr}");
+    assert!(!out.join("debian/12/x86_64/6.1.0-9-amd64.btf").exists());
+    assert!(!out.join("debian/12/x86_64/6.1.0-10-amd64.btf").exists());
+
+    // Every good kernel was written, mirrored, and is what min-core-btf writes for it alone.
+    for (input, plain, rel) in &good {
+        let produced = out.join(rel);
+        let batch_bytes = std::fs::read(&produced)
+            .unwrap_or_else(|e| panic!("{} (from {}): {e}\n{stderr}", produced.display(), input.display()));
+        let single = tmp.0.join("single.btf");
+        let mut args: Vec<&Path> = vec![Path::new("min-core-btf"), plain, &single];
+        args.extend(objects.iter().map(PathBuf::as_path));
+        let alone = run(&args);
+        assert!(alone.status.success(), "{}", String::from_utf8_lossy(&alone.stderr));
+        assert_eq!(batch_bytes, std::fs::read(&single).unwrap(), "{rel} differs from min-core-btf");
+    }
+    // Nothing else in OUT: no temporary files, nothing for README.md or hidden files.
+    let mut written = Vec::new();
+    let mut dirs = vec![out.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                dirs.push(entry.path());
+            } else {
+                written.push(entry.path());
+            }
+        }
+    }
+    assert_eq!(written.len(), good.len(), "{written:?}");
+}
+
+#[test]
+fn batch_succeeds_when_every_kernel_does() {
+    let tmp = TempDir::new("batch-ok");
+    let tree = tmp.0.join("tree");
+    let out = tmp.0.join("out");
+    let good = build_tree(&tree);
+    let objects: Vec<PathBuf> = OBJECTS.iter().map(|o| data(o)).collect();
+    let result = run(&batch_args(&tree, &out, &objects));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("{} kernel(s) ok, 0 failed", good.len())), "{stderr}");
+    // Not a terminal: one plain line per kernel.
+    for (_, _, rel) in &good {
+        assert!(stderr.lines().any(|l| l.contains(rel)), "{rel} not logged:\n{stderr}");
+    }
+    // A second run over the same OUT replaces the outputs (same bytes) and still succeeds.
+    let first: Vec<Vec<u8>> = good.iter().map(|(_, _, rel)| std::fs::read(out.join(rel)).unwrap()).collect();
+    let again = run(&batch_args(&tree, &out, &objects));
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let second: Vec<Vec<u8>> = good.iter().map(|(_, _, rel)| std::fs::read(out.join(rel)).unwrap()).collect();
+    assert_eq!(first, second);
+}
+
+#[test]
+fn batch_fails_before_any_kernel_on_a_bad_object_or_an_empty_tree() {
+    let tmp = TempDir::new("batch-bad");
+    let tree = tmp.0.join("tree");
+    let out = tmp.0.join("out");
+    build_tree(&tree);
+    // An object that does not parse: nothing is written.
+    let not_object = tmp.0.join("not-an-object.o");
+    std::fs::write(&not_object, b"\x7fELF but not really").unwrap();
+    let result = run(&batch_args(&tree, &out, std::slice::from_ref(&not_object)));
+    assert!(!result.status.success());
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(stderr.contains(not_object.to_str().unwrap()), "{stderr}");
+    assert!(!out.exists(), "nothing written when an object is bad");
+
+    let empty = tmp.0.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let objects = [data(OBJECTS[0])];
+    let result = run(&batch_args(&empty, &out, &objects));
+    assert!(!result.status.success());
+    assert!(String::from_utf8_lossy(&result.stderr).contains("no *.btf or *.btf.tar.xz"));
+}
