@@ -188,36 +188,39 @@ impl<'a> Btf<'a> {
     /// The first two bytes of the string at `offset` (0 past its end): a cheap filter before
     /// comparing whole names.
     pub fn name_prefix(&self, offset: u32) -> [u8; 2] {
-        if offset < self.start_str_off {
-            return self.base.map_or([0, 0], |b| b.name_prefix(offset));
-        }
-        let bytes = self.strings.as_bytes();
-        let at = (offset - self.start_str_off) as usize;
-        let first = bytes.get(at).copied().unwrap_or(0);
+        let rest = self.strings_from(offset).map(str::as_bytes).unwrap_or(&[]);
+        let first = rest.first().copied().unwrap_or(0);
         let second = if first == 0 {
             0
         } else {
-            bytes.get(at + 1).copied().unwrap_or(0)
+            rest.get(1).copied().unwrap_or(0)
         };
         [first, second]
     }
 
-    /// The string at offset `offset`, resolving into the base for split BTF.
-    pub fn name(&self, offset: u32) -> Result<&'a str> {
+    /// The string section from `offset` to its end (never empty), resolving into the base for
+    /// split BTF.
+    fn strings_from(&self, offset: u32) -> Result<&'a str> {
+        let out_of_range = Error::BadString {
+            offset,
+            reason: "offset out of range",
+        };
         if offset < self.start_str_off {
             return match self.base {
-                Some(base) => base.name(offset),
-                None => Err(Error::BadString {
-                    offset,
-                    reason: "offset out of range",
-                }),
+                Some(base) => base.strings_from(offset),
+                None => Err(out_of_range),
             };
         }
         let local = (offset - self.start_str_off) as usize;
-        let rest = self.strings.get(local..).ok_or(Error::BadString {
-            offset,
-            reason: "offset out of range",
-        })?;
+        self.strings
+            .get(local..)
+            .filter(|rest| !rest.is_empty())
+            .ok_or(out_of_range)
+    }
+
+    /// The string at offset `offset`, resolving into the base for split BTF.
+    pub fn name(&self, offset: u32) -> Result<&'a str> {
+        let rest = self.strings_from(offset)?;
         let end = rest.find('\0').ok_or(Error::BadString {
             offset,
             reason: "not NUL-terminated",
@@ -229,23 +232,7 @@ impl<'a> Btf<'a> {
     /// section ends with a NUL and is UTF-8, so every in-range offset on a character boundary
     /// starts a terminated string. Validation uses this to avoid a scan per name.
     pub(crate) fn name_is_empty(&self, offset: u32) -> Result<bool> {
-        if offset < self.start_str_off {
-            return match self.base {
-                Some(base) => base.name_is_empty(offset),
-                None => Err(Error::BadString {
-                    offset,
-                    reason: "offset out of range",
-                }),
-            };
-        }
-        let local = (offset - self.start_str_off) as usize;
-        if !self.strings.is_char_boundary(local) || local >= self.strings.len() {
-            return Err(Error::BadString {
-                offset,
-                reason: "offset out of range",
-            });
-        }
-        Ok(self.strings.as_bytes()[local] == 0)
+        Ok(self.strings_from(offset)?.starts_with('\0'))
     }
 
     /// The name of type `ty` (empty for anonymous types).
