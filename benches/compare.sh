@@ -165,7 +165,9 @@ if ((batch)); then
         PACK_EVERY=0 bash benches/make-btf-tree.sh "$plain" "$count"
         touch "$plain/.complete"
     fi
-    # The shell loop: what one would write around bpftool (BTFHub's scripts do the same).
+    # The shell loop: what one would write around bpftool (BTFHub's scripts do the same). Kept
+    # lean, so that its own overhead does not flatter btfgen: bash builtins for paths, one
+    # mkdir per directory.
     cat >"$work/loop.sh" <<'EOF'
 #!/usr/bin/env bash
 set -euo pipefail
@@ -173,15 +175,20 @@ tree=$1 out=$2
 shift 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+made=
 find "$tree" -type f \( -name '*.btf' -o -name '*.btf.tar.xz' \) ! -path '*/.*' | sort |
 while read -r f; do
     rel=${f#"$tree"/}
     rel=${rel%.tar.xz}
-    mkdir -p "$out/$(dirname "$rel")"
+    dir=$out/${rel%/*}
+    if [[ $dir != "$made" ]]; then
+        mkdir -p "$dir"
+        made=$dir
+    fi
     in=$f
     if [[ $f == *.tar.xz ]]; then
         tar -xJf "$f" -C "$tmp"
-        in=$tmp/$(basename "$rel")
+        in=$tmp/${rel##*/}
     fi
     bpftool gen min_core_btf "$in" "$out/$rel" "$@" >/dev/null || echo "FAILED $f" >&2
     if [[ $in == "$tmp"/* ]]; then rm -f "$in"; fi

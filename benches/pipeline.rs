@@ -11,10 +11,11 @@
 //!   `end_to_end_*` the same plus parsing the kernel BTF (what `btfgen batch` does per kernel
 //!   once the bytes are in memory).
 //!
-//! Parsing alone is `benches/parse.rs`. Run with `cargo bench --bench pipeline` (one group:
+//! The kernel BTF is parsed as the CLI parses targets (`Validation::OnUse`: layout checked up
+//! front, each type when it is read). Parsing alone, fully validated, is `benches/parse.rs`. Run with `cargo bench --bench pipeline` (one group:
 //! `cargo bench --bench pipeline -- minimize`). Objects are parsed once, outside the timing.
 
-use btfgen::btf::Btf;
+use btfgen::btf::{Btf, Validation};
 use btfgen::core::relocate::relocate_object;
 use btfgen::core::spec::essential_name;
 use btfgen::core::{CandidateIndex, Targets};
@@ -38,7 +39,12 @@ fn object_files() -> Vec<(String, Vec<u8>)> {
         .expect("tests/data/progs")
         .map(|e| e.expect("directory entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "o"))
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).expect("fixture object")))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).expect("fixture object"),
+            )
+        })
         .collect();
     files.sort();
     files
@@ -52,7 +58,8 @@ struct Local<'a> {
 
 fn parse_object<'a>(name: &'a str, data: &'a [u8]) -> Local<'a> {
     let object = BpfObject::parse(data).expect("fixture object parses");
-    let btf = Btf::parse(object.btf_bytes().expect("fixture object has .BTF")).expect(".BTF parses");
+    let btf =
+        Btf::parse(object.btf_bytes().expect("fixture object has .BTF")).expect(".BTF parses");
     Local { name, object, btf }
 }
 
@@ -70,10 +77,16 @@ fn wanted_names<'a>(objects: &'a [&Local<'a>]) -> Vec<&'a str> {
     names
 }
 
+/// The kernel BTF, parsed as `btfgen min-core-btf` and `btfgen batch` parse their targets.
+fn parse_kernel(data: &[u8]) -> Btf<'_> {
+    Btf::parse_with(data, None, Validation::OnUse).expect("vmlinux BTF parses")
+}
+
 fn minimize(targets: &Targets<'_>, objects: &[&Local<'_>]) -> usize {
     let mut info = RelocInfo::new(targets.clone());
     for o in objects {
-        info.add_object(o.name, &o.object, &o.btf).expect("relocates");
+        info.add_object(o.name, &o.object, &o.btf)
+            .expect("relocates");
     }
     info.to_btf().expect("emits").bytes.len()
 }
@@ -86,16 +99,26 @@ fn pipeline(c: &mut Criterion) {
             return;
         }
     };
-    let btf = Btf::parse(&kernel).expect("vmlinux BTF parses");
+    let btf = parse_kernel(&kernel);
     let targets = Targets::new(&btf);
     let files = object_files();
-    let parsed: Vec<Local<'_>> = files.iter().map(|(name, data)| parse_object(name, data)).collect();
-    let task = parsed.iter().find(|o| o.name == TASK).expect("task.bpf.o fixture");
+    let parsed: Vec<Local<'_>> = files
+        .iter()
+        .map(|(name, data)| parse_object(name, data))
+        .collect();
+    let task = parsed
+        .iter()
+        .find(|o| o.name == TASK)
+        .expect("task.bpf.o fixture");
     // Every object that relocates against this kernel without error (a relocation libbpf would
     // fail fails the object, as in min-core-btf).
     let all: Vec<&Local<'_>> = parsed
         .iter()
-        .filter(|o| RelocInfo::new(targets.clone()).add_object(o.name, &o.object, &o.btf).is_ok())
+        .filter(|o| {
+            RelocInfo::new(targets.clone())
+                .add_object(o.name, &o.object, &o.btf)
+                .is_ok()
+        })
         .collect();
     eprintln!(
         "pipeline: {} types in {VMLINUX}; {} of {} fixture objects relocate against it",
@@ -105,13 +128,20 @@ fn pipeline(c: &mut Criterion) {
     );
 
     let mut group = c.benchmark_group("candidates");
-    group.sample_size(30).measurement_time(Duration::from_secs(5));
-    for (label, objects) in [("index_task", vec![task]), ("index_all_objects", all.clone())] {
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(5));
+    for (label, objects) in [
+        ("index_task", vec![task]),
+        ("index_all_objects", all.clone()),
+    ] {
         let names = wanted_names(&objects);
         group.bench_function(label, |b| {
             b.iter(|| {
                 let mut index = CandidateIndex::new();
-                index.ensure(&targets, names.iter().copied()).expect("index builds");
+                index
+                    .ensure(&targets, names.iter().copied())
+                    .expect("index builds");
                 black_box(index)
             })
         });
@@ -119,11 +149,14 @@ fn pipeline(c: &mut Criterion) {
     group.finish();
 
     let mut group = c.benchmark_group("relocate");
-    group.sample_size(30).measurement_time(Duration::from_secs(5));
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(5));
     group.bench_function("task_cold_index", |b| {
         b.iter(|| {
             let mut index = CandidateIndex::new();
-            let r = relocate_object(&task.object, &task.btf, &targets, &mut index).expect("relocates");
+            let r =
+                relocate_object(&task.object, &task.btf, &targets, &mut index).expect("relocates");
             black_box(r.relocations.len())
         })
     });
@@ -131,21 +164,31 @@ fn pipeline(c: &mut Criterion) {
     relocate_object(&task.object, &task.btf, &targets, &mut warm).expect("relocates");
     group.bench_function("task_warm_index", |b| {
         b.iter(|| {
-            let r = relocate_object(&task.object, &task.btf, &targets, &mut warm).expect("relocates");
+            let r =
+                relocate_object(&task.object, &task.btf, &targets, &mut warm).expect("relocates");
             black_box(r.relocations.len())
         })
     });
     group.finish();
 
     let mut group = c.benchmark_group("minimize");
-    group.sample_size(20).measurement_time(Duration::from_secs(8));
-    group.bench_function("task", |b| b.iter(|| black_box(minimize(&targets, &[task]))));
-    group.bench_function("all_objects", |b| b.iter(|| black_box(minimize(&targets, &all))));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8));
+    group.bench_function("task", |b| {
+        b.iter(|| black_box(minimize(&targets, &[task])))
+    });
+    group.bench_function("all_objects", |b| {
+        b.iter(|| black_box(minimize(&targets, &all)))
+    });
     // Per kernel in `btfgen batch`: parse the kernel's bytes, then the above.
-    for (label, objects) in [("end_to_end_task", vec![task]), ("end_to_end_all_objects", all.clone())] {
+    for (label, objects) in [
+        ("end_to_end_task", vec![task]),
+        ("end_to_end_all_objects", all.clone()),
+    ] {
         group.bench_function(label, |b| {
             b.iter(|| {
-                let btf = Btf::parse(black_box(&kernel)).expect("vmlinux BTF parses");
+                let btf = parse_kernel(black_box(&kernel));
                 black_box(minimize(&Targets::new(&btf), &objects))
             })
         });

@@ -133,6 +133,68 @@ struct bpf_object_open_opts {
     uint32_t kernel_log_level;
 };
 
+/**
+ * The `BPF_PROG_LOAD` (and `BPF_BTF_LOAD`) inputs of one program, as filled in by
+ * `bpf_object__prog_load_info()`. Every pointer points into the caller's buffer; arrays are
+ * in the object's byte order and 8-byte aligned. A pointer is NULL when its count is 0.
+ */
+struct bpf_prog_load_info {
+    /**
+     * `insns`: `insn_cnt` `struct bpf_insn`, the program with its subprograms appended.
+     */
+    const void *insns;
+    /**
+     * `insn_cnt`.
+     */
+    uint32_t insn_cnt;
+    /**
+     * `func_info_rec_size`: `sizeof(struct bpf_func_info)`.
+     */
+    uint32_t func_info_rec_size;
+    /**
+     * `func_info`: `func_info_cnt` records, `insn_off` in instructions.
+     */
+    const void *func_info;
+    /**
+     * `func_info_cnt`.
+     */
+    uint32_t func_info_cnt;
+    /**
+     * `line_info_rec_size`: `sizeof(struct bpf_line_info)`.
+     */
+    uint32_t line_info_rec_size;
+    /**
+     * `line_info`: `line_info_cnt` records, `insn_off` in instructions.
+     */
+    const void *line_info;
+    /**
+     * `line_info_cnt`.
+     */
+    uint32_t line_info_cnt;
+    /**
+     * `core_relo_rec_size`: `sizeof(struct bpf_core_relo)`.
+     */
+    uint32_t core_relo_rec_size;
+    /**
+     * `core_relos`: `core_relo_cnt` `struct bpf_core_relo`, `insn_off` in bytes, sorted.
+     * Empty when CO-RE was applied against a target BTF.
+     */
+    const void *core_relos;
+    /**
+     * `core_relo_cnt`.
+     */
+    uint32_t core_relo_cnt;
+    /**
+     * `btf_size`: size of `btf`.
+     */
+    uint32_t btf_size;
+    /**
+     * The object's `.BTF`, made loadable: give it to `BPF_BTF_LOAD` and the resulting fd to
+     * `BPF_PROG_LOAD` as `prog_btf_fd`.
+     */
+    const void *btf;
+};
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -352,6 +414,39 @@ void btf__free(struct btf *btf);
  * returned here, provided nothing changed `errno` in between.
  */
 long libbpf_get_error(const void *ptr);
+
+/**
+ * Fills `info` with what `BPF_PROG_LOAD` needs for the entry-point program `prog_name` of
+ * `obj`: the program assembled as libbpf assembles it (the `.text` subprograms it calls
+ * appended), its func_info and line_info, and the object's BTF for `prog_btf_fd`.
+ *
+ * CO-RE: with `targ_btf` NULL the instructions are unpatched and `core_relos` holds the
+ * program's `struct bpf_core_relo` records for the kernel to apply (pass them with
+ * `core_relo_cnt` and `core_relo_rec_size`; the kernel reads them only together with
+ * `prog_btf_fd` and func_info). With a target BTF (e.g. `btf__parse("/sys/kernel/btf/vmlinux",
+ * NULL)`) the instructions are relocated against it here and `core_relos` is empty.
+ *
+ * The arrays are written to `buf`, which must be 8-byte aligned and `*buf_sz` bytes long.
+ * When `buf` is NULL or too small, `*buf_sz` is set to the size needed and `-ENOSPC` is
+ * returned; call again with a buffer that large. On success `*buf_sz` is the size used and
+ * the pointers in `info` point into `buf`.
+ *
+ * Returns 0, or a negative errno: `-EINVAL` (a NULL or misaligned argument, a failed CO-RE
+ * relocation, a program with CO-RE records but no func_info), `-ENODATA` (the object has no
+ * `.BTF`), `-ENOENT` (no entry-point program `prog_name`), `-E2BIG`, `-ENOMEM`, `-ENOSPC`.
+ *
+ * # Safety
+ *
+ * `obj` must be NULL or a live `bpf_object`; `targ_btf` NULL or a live `btf`; `prog_name` NULL
+ * or a NUL-terminated string; `info` and `buf_sz` NULL or valid for writes; `buf` NULL or
+ * writable for `*buf_sz` bytes. None of them may be used by another thread during the call.
+ */
+int bpf_object__prog_load_info(const struct bpf_object *obj,
+                               const char *prog_name,
+                               const struct btf *targ_btf,
+                               struct bpf_prog_load_info *info,
+                               void *buf,
+                               size_t *buf_sz);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -11,7 +11,9 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
 
 fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
 }
 
 /// A fresh directory under the system temp dir, removed when dropped.
@@ -52,7 +54,8 @@ fn pack(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     header.set_size(bytes.len() as u64);
     header.set_mode(0o644);
     header.set_cksum();
-    tar.append_data(&mut header, format!("{name}.btf"), bytes).unwrap();
+    tar.append_data(&mut header, format!("{name}.btf"), bytes)
+        .unwrap();
     tar.into_inner().unwrap().finish().unwrap();
     path
 }
@@ -64,9 +67,18 @@ const OBJECTS: [&str; 2] = ["progs/fields.bpf.o", "progs/types.bpf.o"];
 fn build_tree(tree: &Path) -> Vec<(PathBuf, PathBuf, &'static str)> {
     let mut good = Vec::new();
     let plain = [
-        ("ubuntu/20.04/x86_64/5.4.0-1-generic.btf", "targets/btf__fields.btf"),
-        ("ubuntu/22.04/x86_64/5.15.0-2-generic.btf", "targets/btf__types.btf"),
-        ("centos/8/x86_64/4.18.0-3.el8.x86_64.btf", "targets/btf__fields_flat.btf"),
+        (
+            "ubuntu/20.04/x86_64/5.4.0-1-generic.btf",
+            "targets/btf__fields.btf",
+        ),
+        (
+            "ubuntu/22.04/x86_64/5.15.0-2-generic.btf",
+            "targets/btf__types.btf",
+        ),
+        (
+            "centos/8/x86_64/4.18.0-3.el8.x86_64.btf",
+            "targets/btf__fields_flat.btf",
+        ),
     ];
     for (rel, target) in plain {
         let input = tree.join(rel);
@@ -78,7 +90,11 @@ fn build_tree(tree: &Path) -> Vec<(PathBuf, PathBuf, &'static str)> {
         "6.2.9-300.fc38.x86_64",
         &std::fs::read(data("targets/btf__fields_flat.btf")).unwrap(),
     );
-    good.push((packed, data("targets/btf__fields_flat.btf"), "fedora/38/x86_64/6.2.9-300.fc38.x86_64.btf"));
+    good.push((
+        packed,
+        data("targets/btf__fields_flat.btf"),
+        "fedora/38/x86_64/6.2.9-300.fc38.x86_64.btf",
+    ));
     // Not kernels: ignored.
     std::fs::write(tree.join("README.md"), "not a kernel").unwrap();
     std::fs::write(tree.join("ubuntu/20.04/x86_64/.hidden.btf"), "ignored").unwrap();
@@ -86,8 +102,13 @@ fn build_tree(tree: &Path) -> Vec<(PathBuf, PathBuf, &'static str)> {
 }
 
 fn batch_args<'a>(tree: &'a Path, out: &'a Path, objects: &'a [PathBuf]) -> Vec<&'a Path> {
-    let mut args: Vec<&Path> =
-        vec![Path::new("batch"), Path::new("--btf-dir"), tree, Path::new("--out-dir"), out];
+    let mut args: Vec<&Path> = vec![
+        Path::new("batch"),
+        Path::new("--btf-dir"),
+        tree,
+        Path::new("--out-dir"),
+        out,
+    ];
     args.extend(objects.iter().map(PathBuf::as_path));
     args
 }
@@ -109,30 +130,55 @@ fn batch_mirrors_the_tree_matches_min_core_btf_and_reports_bad_kernels() {
 
     let result = run(&batch_args(&tree, &out, &objects));
     let stderr = String::from_utf8_lossy(&result.stderr);
-    assert!(!result.status.success(), "a bad kernel must fail the run:\n{stderr}");
+    assert!(
+        !result.status.success(),
+        "a bad kernel must fail the run:\n{stderr}"
+    );
 
     // Each bad kernel: one FAILED line naming its file.
     for bad in [&corrupt, &corrupt_archive] {
-        let lines: Vec<&str> =
-            stderr.lines().filter(|l| l.contains("FAILED") && l.contains(bad.to_str().unwrap())).collect();
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("FAILED") && l.contains(bad.to_str().unwrap()))
+            .collect();
         assert_eq!(lines.len(), 1, "{} reported once:\n{stderr}", bad.display());
     }
-    assert_eq!(stderr.lines().filter(|l| l.contains("FAILED")).count(), 2, "{stderr}");
-    assert!(stderr.contains("4 kernel(s) ok, 2 failed"), "summary:\n{stderr}");
+    assert_eq!(
+        stderr.lines().filter(|l| l.contains("FAILED")).count(),
+        2,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("4 kernel(s) ok, 2 failed"),
+        "summary:\n{stderr}"
+    );
     assert!(!out.join("debian/12/x86_64/6.1.0-9-amd64.btf").exists());
     assert!(!out.join("debian/12/x86_64/6.1.0-10-amd64.btf").exists());
 
     // Every good kernel was written, mirrored, and is what min-core-btf writes for it alone.
     for (input, plain, rel) in &good {
         let produced = out.join(rel);
-        let batch_bytes = std::fs::read(&produced)
-            .unwrap_or_else(|e| panic!("{} (from {}): {e}\n{stderr}", produced.display(), input.display()));
+        let batch_bytes = std::fs::read(&produced).unwrap_or_else(|e| {
+            panic!(
+                "{} (from {}): {e}\n{stderr}",
+                produced.display(),
+                input.display()
+            )
+        });
         let single = tmp.0.join("single.btf");
         let mut args: Vec<&Path> = vec![Path::new("min-core-btf"), plain, &single];
         args.extend(objects.iter().map(PathBuf::as_path));
         let alone = run(&args);
-        assert!(alone.status.success(), "{}", String::from_utf8_lossy(&alone.stderr));
-        assert_eq!(batch_bytes, std::fs::read(&single).unwrap(), "{rel} differs from min-core-btf");
+        assert!(
+            alone.status.success(),
+            "{}",
+            String::from_utf8_lossy(&alone.stderr)
+        );
+        assert_eq!(
+            batch_bytes,
+            std::fs::read(&single).unwrap(),
+            "{rel} differs from min-core-btf"
+        );
     }
     // Nothing else in OUT: no temporary files, nothing for README.md or hidden files.
     let mut written = Vec::new();
@@ -160,17 +206,45 @@ fn batch_succeeds_when_every_kernel_does() {
     let result = run(&batch_args(&tree, &out, &objects));
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(result.status.success(), "{stderr}");
-    assert!(stderr.contains(&format!("{} kernel(s) ok, 0 failed", good.len())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{} kernel(s) ok, 0 failed", good.len())),
+        "{stderr}"
+    );
     // Not a terminal: one plain line per kernel.
     for (_, _, rel) in &good {
-        assert!(stderr.lines().any(|l| l.contains(rel)), "{rel} not logged:\n{stderr}");
+        assert!(
+            stderr.lines().any(|l| l.contains(rel)),
+            "{rel} not logged:\n{stderr}"
+        );
     }
     // A second run over the same OUT replaces the outputs (same bytes) and still succeeds.
-    let first: Vec<Vec<u8>> = good.iter().map(|(_, _, rel)| std::fs::read(out.join(rel)).unwrap()).collect();
+    let first: Vec<Vec<u8>> = good
+        .iter()
+        .map(|(_, _, rel)| std::fs::read(out.join(rel)).unwrap())
+        .collect();
     let again = run(&batch_args(&tree, &out, &objects));
-    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
-    let second: Vec<Vec<u8>> = good.iter().map(|(_, _, rel)| std::fs::read(out.join(rel)).unwrap()).collect();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let second: Vec<Vec<u8>> = good
+        .iter()
+        .map(|(_, _, rel)| std::fs::read(out.join(rel)).unwrap())
+        .collect();
     assert_eq!(first, second);
+
+    // OUT inside the tree: its outputs are not taken for kernels on the next run.
+    let inside = tree.join("minimized");
+    for _ in 0..2 {
+        let result = run(&batch_args(&tree, &inside, &objects));
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(result.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!("{} kernel(s) ok, 0 failed", good.len())),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]

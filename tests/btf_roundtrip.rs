@@ -508,9 +508,15 @@ fn models_strategy() -> impl Strategy<Value = Vec<Model>> {
             // where the chosen earlier type is something else, make this type a prototype.
             let model = match model {
                 Model::Func { proto, .. }
-                    if !matches!(models.get(proto as usize - 1), Some(Model::FuncProto { .. })) =>
+                    if !matches!(
+                        models.get(proto as usize - 1),
+                        Some(Model::FuncProto { .. })
+                    ) =>
                 {
-                    Model::FuncProto { ret: 0, params: Vec::new() }
+                    Model::FuncProto {
+                        ret: 0,
+                        params: Vec::new(),
+                    }
                 }
                 other => other,
             };

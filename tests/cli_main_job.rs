@@ -12,7 +12,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
 const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 
 fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
 }
 
 /// (object, target, base) of every manifest pair whose target exists here.
@@ -24,7 +26,11 @@ fn pairs() -> Vec<(PathBuf, PathBuf, Option<PathBuf>)> {
         if words.len() < 2 {
             continue;
         }
-        let target = if words[1] == "vmlinux" { PathBuf::from(VMLINUX) } else { data(words[1]) };
+        let target = if words[1] == "vmlinux" {
+            PathBuf::from(VMLINUX)
+        } else {
+            data(words[1])
+        };
         if !target.exists() {
             eprintln!("SKIP: {} not present", target.display());
             continue;
@@ -62,12 +68,32 @@ fn relocate_json_reports_every_relocation_with_the_documented_keys() {
         args.push(obj.to_str().unwrap());
         let out = run(&args);
         let stdout = String::from_utf8(out.stdout).unwrap();
-        let records: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let records: Vec<Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert!(!records.is_empty(), "{}: no relocations", obj.display());
         let mut failed = false;
         for r in &records {
-            for key in ["object", "section", "program", "relo", "insn", "kind", "local_type", "access", "poison", "orig", "new", "target"] {
-                assert!(r.get(key).is_some(), "{}: record without {key}: {r}", obj.display());
+            for key in [
+                "object",
+                "section",
+                "program",
+                "relo",
+                "insn",
+                "kind",
+                "local_type",
+                "access",
+                "poison",
+                "orig",
+                "new",
+                "target",
+            ] {
+                assert!(
+                    r.get(key).is_some(),
+                    "{}: record without {key}: {r}",
+                    obj.display()
+                );
             }
             assert!(r["relo"].is_u64() && r["insn"].is_u64(), "{r}");
             assert!(r["poison"].is_boolean(), "{r}");
@@ -81,8 +107,19 @@ fn relocate_json_reports_every_relocation_with_the_documented_keys() {
                 assert!(r["orig"].is_u64() && r["new"].is_u64(), "{r}");
             }
         }
-        assert_eq!(out.status.success(), !failed, "{}: exit status follows relocation errors", obj.display());
-        assert_eq!(failed, libbpf_fails(&obj, &target), "{} vs {}: fails exactly where libbpf fails", obj.display(), target.display());
+        assert_eq!(
+            out.status.success(),
+            !failed,
+            "{}: exit status follows relocation errors",
+            obj.display()
+        );
+        assert_eq!(
+            failed,
+            libbpf_fails(&obj, &target),
+            "{} vs {}: fails exactly where libbpf fails",
+            obj.display(),
+            target.display()
+        );
     }
 }
 
@@ -102,15 +139,28 @@ fn min_core_btf_output_is_valid_deterministic_and_small() {
             args.push(out_path.to_str().unwrap());
             args.push(obj.to_str().unwrap());
             let out = run(&args);
-            assert!(out.status.success(), "{}: {}", obj.display(), String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                obj.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
             outputs.push(std::fs::read(&out_path).unwrap());
         }
-        assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{}: output differs between runs", obj.display());
+        assert!(
+            outputs.windows(2).all(|w| w[0] == w[1]),
+            "{}: output differs between runs",
+            obj.display()
+        );
         let btf = Btf::parse(&outputs[0]).expect("minimized BTF validates");
         assert!(btf.type_cnt() > 1, "{}: something was kept", obj.display());
         let size = |p: &Path| std::fs::metadata(p).unwrap().len() as usize;
         let input_len = size(&target) + base.as_deref().map_or(0, size);
-        assert!(outputs[0].len() < input_len, "{}: output smaller than input", obj.display());
+        assert!(
+            outputs[0].len() < input_len,
+            "{}: output smaller than input",
+            obj.display()
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -123,14 +173,31 @@ fn min_core_btf_without_arguments_runs_the_embedded_default() {
     }
     let dir = std::env::temp_dir().join(format!("btfgen-default-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = Command::new(BIN).arg("min-core-btf").current_dir(&dir).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(BIN)
+        .arg("min-core-btf")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let summary = String::from_utf8(out.stderr).unwrap();
-    assert!(summary.contains("1 object(s)") && summary.contains("min.btf"), "summary: {summary}");
+    assert!(
+        summary.contains("1 object(s)") && summary.contains("min.btf"),
+        "summary: {summary}"
+    );
     let bytes = std::fs::read(dir.join("min.btf")).unwrap();
     let btf = Btf::parse(&bytes).unwrap();
-    let names: Vec<&str> = btf.types().map(|t| btf.name(t.unwrap().name_off).unwrap()).collect();
-    assert!(names.contains(&"task_struct") && names.contains(&"mm_struct"), "kept: {names:?}");
+    let names: Vec<&str> = btf
+        .types()
+        .map(|t| btf.name(t.unwrap().name_off).unwrap())
+        .collect();
+    assert!(
+        names.contains(&"task_struct") && names.contains(&"mm_struct"),
+        "kept: {names:?}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -142,12 +209,21 @@ fn explain_names_the_relocations_behind_each_kept_member() {
     }
     let out_path = std::env::temp_dir().join(format!("btfgen-explain-{}.btf", std::process::id()));
     let obj = data("progs/task.bpf.o");
-    let out = run(&["min-core-btf", VMLINUX, out_path.to_str().unwrap(), obj.to_str().unwrap(), "--explain"]);
+    let out = run(&[
+        "min-core-btf",
+        VMLINUX,
+        out_path.to_str().unwrap(),
+        obj.to_str().unwrap(),
+        "--explain",
+    ]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("struct task_struct"), "{text}");
     assert!(text.contains(".pid ("), "{text}");
-    assert!(text.contains("needed by") && text.contains("prog 'task_info' relo #"), "{text}");
+    assert!(
+        text.contains("needed by") && text.contains("prog 'task_info' relo #"),
+        "{text}"
+    );
     std::fs::remove_file(&out_path).unwrap();
 }
 
@@ -156,30 +232,90 @@ fn explain_names_the_relocations_behind_each_kept_member() {
 /// same split BTF used as the target itself, and the flattened outputs are identical.
 #[test]
 fn module_btf_candidates_resolve_like_the_split_target() {
-    let (obj, base, module) = (data("progs/module.bpf.o"), data("targets/base.btf"), data("targets/module.btf"));
-    let (obj, base, module) = (obj.to_str().unwrap(), base.to_str().unwrap(), module.to_str().unwrap());
-    let as_module = run(&["relocate", "--json", "--btf", base, "--module-btf", module, obj]);
-    let as_split = run(&["relocate", "--json", "--btf", module, "--base-btf", base, obj]);
+    let (obj, base, module) = (
+        data("progs/module.bpf.o"),
+        data("targets/base.btf"),
+        data("targets/module.btf"),
+    );
+    let (obj, base, module) = (
+        obj.to_str().unwrap(),
+        base.to_str().unwrap(),
+        module.to_str().unwrap(),
+    );
+    let as_module = run(&[
+        "relocate",
+        "--json",
+        "--btf",
+        base,
+        "--module-btf",
+        module,
+        obj,
+    ]);
+    let as_split = run(&[
+        "relocate",
+        "--json",
+        "--btf",
+        module,
+        "--base-btf",
+        base,
+        obj,
+    ]);
     assert!(as_module.status.success() && as_split.status.success());
     let strip_object = |out: &[u8]| -> Vec<Value> {
-        String::from_utf8_lossy(out).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        String::from_utf8_lossy(out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     };
-    let (a, b) = (strip_object(&as_module.stdout), strip_object(&as_split.stdout));
-    let base_types = Btf::parse(&std::fs::read(base).unwrap()).unwrap().type_cnt();
+    let (a, b) = (
+        strip_object(&as_module.stdout),
+        strip_object(&as_split.stdout),
+    );
+    let base_types = Btf::parse(&std::fs::read(base).unwrap())
+        .unwrap()
+        .type_cnt();
     let target_id = |r: &Value| -> Option<u32> {
         let t = r["target"].as_str()?;
         t[1..t.find(']')?].parse().ok()
     };
-    assert!(a.iter().filter_map(target_id).any(|id| id >= base_types), "some targets are module types");
-    assert_eq!(a, b, "module candidates differ from split-target candidates");
+    assert!(
+        a.iter().filter_map(target_id).any(|id| id >= base_types),
+        "some targets are module types"
+    );
+    assert_eq!(
+        a, b,
+        "module candidates differ from split-target candidates"
+    );
 
     let dir = std::env::temp_dir().join(format!("btfgen-module-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (one, two) = (dir.join("module.btf"), dir.join("split.btf"));
-    let out1 = run(&["min-core-btf", base, one.to_str().unwrap(), obj, "--module-btf", module]);
-    let out2 = run(&["min-core-btf", module, two.to_str().unwrap(), obj, "--base-btf", base]);
-    assert!(out1.status.success(), "{}", String::from_utf8_lossy(&out1.stderr));
-    assert!(out2.status.success(), "{}", String::from_utf8_lossy(&out2.stderr));
+    let out1 = run(&[
+        "min-core-btf",
+        base,
+        one.to_str().unwrap(),
+        obj,
+        "--module-btf",
+        module,
+    ]);
+    let out2 = run(&[
+        "min-core-btf",
+        module,
+        two.to_str().unwrap(),
+        obj,
+        "--base-btf",
+        base,
+    ]);
+    assert!(
+        out1.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out1.stderr)
+    );
+    assert!(
+        out2.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out2.stderr)
+    );
     assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&two).unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -19,7 +19,7 @@ use btfgen::core::kernel::{
 };
 use btfgen::core::{CandidateIndex, Targets};
 use btfgen::object::BpfObject;
-use btfgen::object::assemble::{AssembledProgram, assemble};
+use btfgen::object::assemble::assemble;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -266,11 +266,6 @@ fn load(load: &ObjectLoad<'_>, p: &ProgramLoad<'_>, btf_fd: &OwnedFd) -> io::Res
     })
 }
 
-/// Program `name` of `obj` assembled from its unpatched code.
-fn assemble_again<'a>(obj: &BpfObject<'a>, local: &Btf<'a>, name: &str) -> AssembledProgram<'a> {
-    assemble(obj, Some(local), name, &[]).unwrap()
-}
-
 /// The xlated instructions of every program of `object`, loaded with kernel-side and with
 /// user-space CO-RE, after checking the two agree.
 fn load_both_ways(object: &str, vmlinux: &[u8]) -> Vec<(String, Vec<u8>)> {
@@ -309,7 +304,7 @@ fn load_both_ways(object: &str, vmlinux: &[u8]) -> Vec<(String, Vec<u8>)> {
             // The records are what relocates: without them the same code loads (if at all)
             // unrelocated.
             let bare = ProgramLoad {
-                program: assemble_again(&obj, &local, name),
+                program: assemble(&obj, Some(&local), name, &[]).unwrap(),
                 core_relos: Vec::new(),
             };
             if let Ok(fd) = load(&kernel, &bare, &btf_fd) {

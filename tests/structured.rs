@@ -19,7 +19,7 @@ mod fixtures;
 use arbitrary::Unstructured;
 use btfgen::btf::{Btf, Endianness};
 use btfgen::object::BpfObject;
-use fixtures::{Output, TargetMode, pipeline, read};
+use fixtures::{Output, Stage, TargetMode, pipeline_staged, read};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
@@ -72,6 +72,7 @@ struct Tally {
     ok: u32,
     errors: std::collections::BTreeMap<String, u32>,
     slowest: Duration,
+    slowest_case: String,
     largest_target: usize,
 }
 
@@ -88,13 +89,31 @@ fn check(tally: &mut Tally, what: &str, target: &[u8], objects: &[&[u8]]) {
     );
     let started = Instant::now();
     let result = catch_unwind(AssertUnwindSafe(|| {
-        pipeline(TargetMode::Main(target), objects)
+        pipeline_staged(TargetMode::Main(target), objects)
     }));
     let elapsed = started.elapsed();
-    let result = result.unwrap_or_else(|_| panic!("{what}: pipeline panicked"));
+    if let Some(dir) = std::env::var_os("STRUCTURED_DUMP") {
+        // Keep the inputs of every case, to replay one with the CLI.
+        let dir = std::path::Path::new(&dir);
+        let stem: String = what
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        std::fs::write(dir.join(format!("{stem}.btf")), target).unwrap();
+        for (i, object) in objects.iter().enumerate() {
+            std::fs::write(dir.join(format!("{stem}.{i}.o")), object).unwrap();
+        }
+    }
+    let result = result.unwrap_or_else(|e| {
+        let msg = e.downcast_ref::<String>().map(String::as_str).unwrap_or("");
+        panic!("{what}: pipeline panicked: {msg}")
+    });
     assert!(elapsed < TIME_LIMIT, "{what}: took {elapsed:?}");
     tally.cases += 1;
-    tally.slowest = tally.slowest.max(elapsed);
+    if elapsed > tally.slowest {
+        tally.slowest = elapsed;
+        tally.slowest_case = what.to_string();
+    }
     tally.largest_target = tally.largest_target.max(target.len());
     match result {
         Ok(Output { bytes, .. }) => {
@@ -106,9 +125,12 @@ fn check(tally: &mut Tally, what: &str, target: &[u8], objects: &[&[u8]]) {
             );
             tally.ok += 1;
         }
-        Err(e) => {
+        Err((stage, e)) => {
             // The message without its numbers, so like errors count together.
-            let key: String = e.to_string().chars().filter(|c| !c.is_ascii_digit()).collect();
+            let key: String = format!("{stage:?}: {e}")
+                .chars()
+                .filter(|c| !c.is_ascii_digit())
+                .collect();
             *tally.errors.entry(key).or_default() += 1;
         }
     }

@@ -213,6 +213,10 @@ case_ badinput badinput "$OUT/badinput"
 case_ coexist "$OUT/coexist" "$LIB/libbtfgen.so.1" "$VMLINUX" "$DATA/progs/task.bpf.o" "$TMP/coexist.btf"
 case_ coexist:load "$OUT/coexist" --load "$LIB/libbtfgen.so.1" "$VMLINUX" "$DATA/progs/task.bpf.o" \
     "$TMP/coexist-load.btf"
+# Kernel-side vs user-space CO-RE through bpf_object__prog_load_info, loaded with raw syscalls.
+case_ prog_load:task "$OUT/prog_load" "$DATA/progs/task.bpf.o" "$VMLINUX" task_info task_misc
+case_ prog_load:calls "$OUT/prog_load" "$DATA/progs/calls.bpf.o" "$VMLINUX" \
+    calls_parent calls_both calls_loop
 
 # --- everything again under valgrind ----------------------------------------------------------
 

@@ -38,6 +38,9 @@ const PACKED_SUFFIX: &str = ".btf.tar.xz";
 const XZ_MAGIC: &[u8] = b"\xfd7zXZ\0";
 /// Largest `.btf` accepted from an archive (the biggest kernel BTFs are well under 16 MiB).
 const MAX_ARCHIVED_BTF: u64 = 1 << 30;
+/// Most of an archive member's declared size reserved up front; a larger member grows the buffer
+/// as it is actually read, so a lying header cannot make us allocate.
+const RESERVE_AT_MOST: u64 = 64 << 20;
 
 /// Arguments of `btfgen batch`.
 #[derive(clap::Args)]
@@ -110,7 +113,10 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         .iter()
         .map(|p| Ok((p.display().to_string(), read_file(p)?)))
         .collect::<CliResult<Vec<_>>>()?;
-    let objects = files.iter().map(|(name, data)| parse_object(name, data)).collect::<CliResult<Vec<_>>>()?;
+    let objects = files
+        .iter()
+        .map(|(name, data)| parse_object(name, data))
+        .collect::<CliResult<Vec<_>>>()?;
 
     let (kernels, mut failures) = find_kernels(&args.btf_dir, &args.out_dir)?;
     let total = kernels.len() + failures.len();
@@ -127,7 +133,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         .min(kernels.len().max(1));
     // Writers mostly wait for fsync, so a few more of them than compute threads keep the
     // compute threads busy.
-    let writers = 8;
+    let writers = (2 * jobs).clamp(2, 16).min(kernels.len().max(1));
 
     let report = Reporter::new(total as u64);
     for line in &failures {
@@ -148,12 +154,19 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
                 let (mut input, mut unpacked) = (Vec::new(), Vec::new());
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(kernel) = kernels.get(index) else { break };
+                    let Some(kernel) = kernels.get(index) else {
+                        break;
+                    };
                     match minimize(kernel, objects, &mut input, &mut unpacked) {
                         Ok((bytes, done)) => {
                             let path = args.out_dir.join(&kernel.relative);
                             // The writers outlive every compute thread, so this cannot fail.
-                            let _ = write_tx.send(WriteJob { index, path, bytes, done });
+                            let _ = write_tx.send(WriteJob {
+                                index,
+                                path,
+                                bytes,
+                                done,
+                            });
                         }
                         Err(e) => {
                             let _ = done_tx.send((index, Err(e)));
@@ -197,8 +210,16 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     report.finish();
 
     let failed = failures.len();
-    let relocations = if ok == 0 { 0 } else { sum.relocations / ok as u64 };
-    let resolved = if sum.relocations == 0 { 0.0 } else { 100.0 * sum.resolved as f64 / sum.relocations as f64 };
+    let relocations = if ok == 0 {
+        0
+    } else {
+        sum.relocations / ok as u64
+    };
+    let resolved = if sum.relocations == 0 {
+        0.0
+    } else {
+        100.0 * sum.resolved as f64 / sum.relocations as f64
+    };
     eprintln!(
         "btfgen batch: {ok} kernel(s) ok, {failed} failed; {} object(s), {relocations} CO-RE relocation(s) per kernel \
          ({resolved:.1}% resolved); {} of kernel BTF ({} on disk) -> {} in {} ({:.2} s, {jobs} thread(s))",
@@ -209,12 +230,18 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         args.out_dir.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn parse_object<'a>(name: &'a str, data: &'a [u8]) -> CliResult<LocalObject<'a>> {
     let object = BpfObject::parse(data).map_err(context(name))?;
-    let btf_bytes = object.btf_bytes().ok_or_else(|| CliError(format!("{name}: object has no .BTF section")))?;
+    let btf_bytes = object
+        .btf_bytes()
+        .ok_or_else(|| CliError(format!("{name}: object has no .BTF section")))?;
     let btf = Btf::parse(btf_bytes).map_err(context(format!("{name}: .BTF")))?;
     Ok(LocalObject { name, object, btf })
 }
@@ -249,14 +276,21 @@ fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Stri
             let bytes = name.as_encoded_bytes();
             let (out_name, packed) = if bytes.ends_with(PACKED_SUFFIX.as_bytes()) {
                 // "K.btf.tar.xz" -> "K.btf.tar" -> "K.btf".
-                let stem = Path::new(&name).file_stem().map(Path::new).and_then(Path::file_stem);
+                let stem = Path::new(&name)
+                    .file_stem()
+                    .map(Path::new)
+                    .and_then(Path::file_stem);
                 (PathBuf::from(stem.unwrap_or(&name)), true)
             } else if bytes.ends_with(BTF_SUFFIX.as_bytes()) {
                 (PathBuf::from(&name), false)
             } else {
                 continue;
             };
-            found.push(Kernel { input: entry.path(), relative: rel.join(out_name), packed });
+            found.push(Kernel {
+                input: entry.path(),
+                relative: rel.join(out_name),
+                packed,
+            });
         }
     }
     // Sorted by output path, plain before packed: the order kernels are handed out and
@@ -306,9 +340,12 @@ fn minimize(
     let btf = parse_target(data, None, &name.to_string())?;
     let mut info = RelocInfo::new(Targets::new(&btf));
     for o in objects {
-        info.add_object(o.name, &o.object, &o.btf).map_err(context(format!("{name}: {}", o.name)))?;
+        info.add_object(o.name, &o.object, &o.btf)
+            .map_err(context(format!("{name}: {}", o.name)))?;
     }
-    let minimized = info.to_btf().map_err(context(format!("{name}: emitting minimized BTF")))?;
+    let minimized = info
+        .to_btf()
+        .map_err(context(format!("{name}: emitting minimized BTF")))?;
     let stats = info.stats();
     let done = Done {
         disk_bytes: input.len() as u64,
@@ -336,24 +373,34 @@ fn unpack(archive: &[u8], expected: &OsStr, out: &mut Vec<u8>) -> Result<(), Str
             continue;
         }
         files += 1;
-        let by_name = entry.path().ok().and_then(|p| p.file_name().map(|n| n == expected)).unwrap_or(false);
+        let by_name = entry
+            .path()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n == expected))
+            .unwrap_or(false);
         if have && (have_by_name || !by_name) {
             continue;
         }
         let size = entry.size();
         if size > MAX_ARCHIVED_BTF {
-            return Err(format!("archive member of {size} bytes is too large for a BTF"));
+            return Err(format!(
+                "archive member of {size} bytes is too large for a BTF"
+            ));
         }
         out.clear();
-        out.try_reserve_exact(size as usize).map_err(|e| format!("reading archive: {e}"))?;
-        entry.read_to_end(out).map_err(|e| format!("reading archive: {e}"))?;
+        out.try_reserve_exact(size.min(RESERVE_AT_MOST) as usize)
+            .map_err(|e| format!("reading archive: {e}"))?;
+        entry
+            .read_to_end(out)
+            .map_err(|e| format!("reading archive: {e}"))?;
         (have, have_by_name) = (true, by_name);
     }
     match (have, have_by_name) {
         (false, _) => Err("archive holds no file".into()),
-        (true, false) if files > 1 => {
-            Err(format!("archive holds {files} files, none named {}", expected.to_string_lossy()))
-        }
+        (true, false) if files > 1 => Err(format!(
+            "archive holds {files} files, none named {}",
+            expected.to_string_lossy()
+        )),
         _ => Ok(()),
     }
 }
@@ -389,7 +436,7 @@ impl Reporter {
     fn new(total: u64) -> Self {
         let bar = std::io::stderr().is_terminal().then(|| {
             let style = indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:40}] {pos}/{len} kernels ({per_sec}, eta {eta}) {wide_msg}",
+                "{elapsed_precise} [{bar:40}] {pos}/{len} kernels, eta {eta} {wide_msg}",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
             .progress_chars("=> ");
@@ -397,7 +444,11 @@ impl Reporter {
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });
-        Reporter { bar, total, count: Cell::new(0) }
+        Reporter {
+            bar,
+            total,
+            count: Cell::new(0),
+        }
     }
 
     fn ok(&self, kernel: &Kernel, done: &Done) {
@@ -448,5 +499,9 @@ fn human_bytes(n: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    if unit == 0 { format!("{n} bytes") } else { format!("{value:.1} {}", UNITS[unit]) }
+    if unit == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }

@@ -1,12 +1,14 @@
 //! C ABI for loaders that do not link libbpf: everything `BPF_BTF_LOAD` and `BPF_PROG_LOAD` need
-//! for one CO-RE program of a BPF object, with CO-RE applied by the kernel (the program's
-//! `struct bpf_core_relo` records) or here against a target BTF ([`crate::core::kernel`]).
+//! for one CO-RE program of an opened `bpf_object`, with CO-RE applied by the kernel (the
+//! program's `struct bpf_core_relo` records) or here against a target `btf`
+//! ([`crate::core::kernel`]).
 //!
-//! One self-contained call, no handle: the caller passes the object's bytes and a buffer, the
-//! library lays the arrays out in that buffer and points the fields of a
-//! [`bpf_prog_load_info`] at them. Nothing is allocated across calls, so there is nothing to
+//! The caller passes a buffer; the library lays the arrays out in it and points the fields of a
+//! [`bpf_prog_load_info`] at them, so nothing is allocated across calls and there is nothing to
 //! free.
 
+use super::errno::{Errno, guard_int};
+use super::{bpf_object, btf};
 use crate::btf::Btf;
 use crate::core::kernel::{
     CORE_RELO_REC_SIZE, FUNC_INFO_REC_SIZE, LINE_INFO_REC_SIZE, ObjectLoad, ProgramLoad,
@@ -18,15 +20,11 @@ use crate::object::BpfObject;
 use alloc::vec::Vec;
 use core::ffi::{CStr, c_char, c_int, c_void};
 
-const ENOENT: c_int = 2;
-const ENOMEM: c_int = 12;
-const EINVAL: c_int = 22;
-const ENOSPC: c_int = 28;
 /// Alignment of every array in the caller's buffer, and of the buffer itself.
 const ALIGN: usize = 8;
 
 /// The `BPF_PROG_LOAD` (and `BPF_BTF_LOAD`) inputs of one program, as filled in by
-/// [`bpf_object__prog_load_info`]. Every pointer points into the caller's buffer; arrays are
+/// `bpf_object__prog_load_info()`. Every pointer points into the caller's buffer; arrays are
 /// in the object's byte order and 8-byte aligned. A pointer is NULL when its count is 0.
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -62,120 +60,91 @@ pub struct bpf_prog_load_info {
     pub btf: *const c_void,
 }
 
-/// Fill `info` with what `BPF_PROG_LOAD` needs for entry-point program `prog_name` of the BPF
-/// ELF object `obj_buf` (`obj_sz` bytes): the program assembled as libbpf assembles it (the
-/// `.text` subprograms it calls appended), its func_info and line_info, and the object's BTF
-/// for `prog_btf_fd`.
+/// Fills `info` with what `BPF_PROG_LOAD` needs for the entry-point program `prog_name` of
+/// `obj`: the program assembled as libbpf assembles it (the `.text` subprograms it calls
+/// appended), its func_info and line_info, and the object's BTF for `prog_btf_fd`.
 ///
-/// CO-RE: with `targ_btf_buf` NULL (and `targ_btf_sz` 0) the instructions are unpatched and
-/// `core_relos` holds the program's `struct bpf_core_relo` records for the kernel to apply
-/// (pass them with `core_relo_cnt` and `core_relo_rec_size`; the kernel needs `prog_btf_fd`
-/// and func_info with them). With a target BTF (raw, or an ELF file with `.BTF`, e.g. the
-/// contents of `/sys/kernel/btf/vmlinux`) the instructions are relocated against it here and
-/// `core_relos` is empty.
+/// CO-RE: with `targ_btf` NULL the instructions are unpatched and `core_relos` holds the
+/// program's `struct bpf_core_relo` records for the kernel to apply (pass them with
+/// `core_relo_cnt` and `core_relo_rec_size`; the kernel reads them only together with
+/// `prog_btf_fd` and func_info). With a target BTF (e.g. `btf__parse("/sys/kernel/btf/vmlinux",
+/// NULL)`) the instructions are relocated against it here and `core_relos` is empty.
 ///
 /// The arrays are written to `buf`, which must be 8-byte aligned and `*buf_sz` bytes long.
 /// When `buf` is NULL or too small, `*buf_sz` is set to the size needed and `-ENOSPC` is
-/// returned; call again with a buffer that large. On success `*buf_sz` is the size used and the
-/// pointers in `info` point into `buf`.
+/// returned; call again with a buffer that large. On success `*buf_sz` is the size used and
+/// the pointers in `info` point into `buf`.
 ///
-/// Returns 0, or a negative errno: `-EINVAL` for a NULL or misaligned argument, a malformed
-/// object or BTF, a failed CO-RE relocation, or a program with CO-RE records but no func_info;
-/// `-ENOENT` when the object has no entry-point program `prog_name`; `-ENOMEM`; `-ENOSPC`.
+/// Returns 0, or a negative errno: `-EINVAL` (a NULL or misaligned argument, a failed CO-RE
+/// relocation, a program with CO-RE records but no func_info), `-ENODATA` (the object has no
+/// `.BTF`), `-ENOENT` (no entry-point program `prog_name`), `-E2BIG`, `-ENOMEM`, `-ENOSPC`.
 ///
 /// # Safety
 ///
-/// `obj_buf` must be readable for `obj_sz` bytes and, when not NULL, `targ_btf_buf` for
-/// `targ_btf_sz` bytes; `prog_name` must be a NUL-terminated string; `info` and `buf_sz` must
-/// be valid for writes; when not NULL, `buf` must be writable for `*buf_sz` bytes. None of them
-/// may be modified by another thread during the call.
+/// `obj` must be NULL or a live `bpf_object`; `targ_btf` NULL or a live `btf`; `prog_name` NULL
+/// or a NUL-terminated string; `info` and `buf_sz` NULL or valid for writes; `buf` NULL or
+/// writable for `*buf_sz` bytes. None of them may be used by another thread during the call.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bpf_object__prog_load_info(
-    obj_buf: *const c_void,
-    obj_sz: usize,
-    targ_btf_buf: *const c_void,
-    targ_btf_sz: usize,
+    obj: *const bpf_object,
     prog_name: *const c_char,
+    targ_btf: *const btf,
     info: *mut bpf_prog_load_info,
     buf: *mut c_void,
     buf_sz: *mut usize,
 ) -> c_int {
-    if obj_buf.is_null() || prog_name.is_null() || info.is_null() || buf_sz.is_null() {
-        return -EINVAL;
-    }
-    if targ_btf_buf.is_null() && targ_btf_sz != 0 {
-        return -EINVAL;
-    }
-    // SAFETY: non-NULL, and the caller guarantees `obj_sz` readable bytes that nobody
-    // modifies during the call.
-    let obj_data = unsafe { core::slice::from_raw_parts(obj_buf.cast::<u8>(), obj_sz) };
-    let targ_data = if targ_btf_buf.is_null() {
-        None
-    } else {
-        // SAFETY: non-NULL, and the caller guarantees `targ_btf_sz` readable bytes.
-        Some(unsafe { core::slice::from_raw_parts(targ_btf_buf.cast::<u8>(), targ_btf_sz) })
-    };
-    // SAFETY: non-NULL, and the caller guarantees a NUL-terminated string.
-    let Ok(name) = unsafe { CStr::from_ptr(prog_name) }.to_str() else {
-        return -EINVAL;
-    };
-    // SAFETY: non-NULL and valid for reads and writes, per the caller.
-    let capacity = unsafe { *buf_sz };
+    guard_int(|| {
+        // SAFETY: the caller passes NULL or a live `bpf_object`.
+        let obj = unsafe { obj.as_ref() }.ok_or(Errno::INVAL)?;
+        // SAFETY: the caller passes NULL or a live `btf`.
+        let targ = unsafe { targ_btf.as_ref() };
+        if prog_name.is_null() || info.is_null() || buf_sz.is_null() {
+            return Err(Errno::INVAL);
+        }
+        // SAFETY: non-NULL, and the caller guarantees a NUL-terminated string.
+        let name = unsafe { CStr::from_ptr(prog_name) }
+            .to_str()
+            .map_err(|_| Errno::INVAL)?;
+        // SAFETY: non-NULL and valid for reads and writes, per the caller.
+        let capacity = unsafe { *buf_sz };
 
-    let load = match prepare(obj_data, targ_data) {
-        Ok(load) => load,
-        Err(e) => return errno(&e),
-    };
-    let Some(program) = load.program(name) else {
-        return -ENOENT;
-    };
-    let arrays = match Arrays::new(&load, program) {
-        Ok(arrays) => arrays,
-        Err(e) => return errno(&e),
-    };
-    let Some(needed) = arrays.size() else {
-        return -ENOMEM;
-    };
-    if buf.is_null() || capacity < needed {
+        let load = prepare(&obj.data, targ)?;
+        let program = load.program(name).ok_or(Errno(libc::ENOENT))?;
+        let arrays = Arrays::new(&load, program)?;
+        let needed = arrays.size().ok_or(Errno(libc::E2BIG))?;
+        if buf.is_null() || capacity < needed {
+            // SAFETY: non-NULL and valid for writes, per the caller.
+            unsafe { *buf_sz = needed };
+            return Err(Errno(libc::ENOSPC));
+        }
+        if buf.addr() % ALIGN != 0 {
+            return Err(Errno::INVAL);
+        }
+        // SAFETY: non-NULL, writable for `capacity >= needed` bytes per the caller, and not
+        // otherwise accessed during the call.
+        let out = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), needed) };
+        let filled = arrays
+            .write(out, buf.cast_const())
+            .ok_or(Errno(libc::E2BIG))?;
         // SAFETY: non-NULL and valid for writes, per the caller.
-        unsafe { *buf_sz = needed };
-        return -ENOSPC;
-    }
-    if buf.addr() % ALIGN != 0 {
-        return -EINVAL;
-    }
-    // SAFETY: non-NULL, writable for `capacity >= needed` bytes per the caller, and not
-    // otherwise accessed during the call.
-    let out = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), needed) };
-    let Some(filled) = arrays.write(out, buf.cast_const()) else {
-        return -EINVAL;
-    };
-    // SAFETY: non-NULL and valid for writes, per the caller.
-    unsafe {
-        *info = filled;
-        *buf_sz = needed;
-    }
-    0
-}
-
-fn errno(e: &Error) -> c_int {
-    match e {
-        Error::OutOfMemory => -ENOMEM,
-        _ => -EINVAL,
-    }
+        unsafe {
+            *info = filled;
+            *buf_sz = needed;
+        }
+        Ok(())
+    })
 }
 
 /// Kernel-side CO-RE without a target, user-space CO-RE with one.
-fn prepare<'a>(obj_data: &'a [u8], targ_data: Option<&[u8]>) -> Result<ObjectLoad<'a>> {
+fn prepare<'a>(obj_data: &'a [u8], targ: Option<&btf>) -> Result<ObjectLoad<'a>> {
     let obj = BpfObject::parse(obj_data)?;
     let local = Btf::parse(obj.btf_bytes().ok_or(Error::MissingSection(".BTF"))?)?;
-    match targ_data {
+    match targ {
         None => kernel_core(&obj, &local),
-        Some(targ) => {
-            let target = Btf::parse_raw_or_elf(targ, None)?;
-            let targets = Targets::new(&target);
+        Some(targ) => targ.data.with_parsed(&mut |target| {
+            let targets = Targets::new(target);
             user_core(&obj, &local, &targets, &mut CandidateIndex::new())
-        }
+        }),
     }
 }
 
@@ -260,21 +229,20 @@ impl<'l> Arrays<'l> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ffi::BtfData;
+    use alloc::boxed::Box;
     use alloc::vec;
 
     const CALLS: &[u8] = include_bytes!("../../tests/data/progs/calls.bpf.o");
     const FIELDS: &[u8] = include_bytes!("../../tests/data/progs/fields.bpf.o");
     const FIELDS_TARGET: &[u8] = include_bytes!("../../tests/data/targets/btf__fields.btf");
 
-    /// Call the C function; the buffer is `u64`s so that it is 8-byte aligned.
-    fn call(
-        obj: &[u8],
-        targ: Option<&[u8]>,
-        name: &CStr,
-        buf: Option<&mut Vec<u64>>,
-        buf_sz: &mut usize,
-    ) -> (c_int, bpf_prog_load_info) {
-        let mut info = bpf_prog_load_info {
+    fn open(data: &[u8]) -> Box<bpf_object> {
+        bpf_object::open(data.to_vec(), "test".into()).unwrap()
+    }
+
+    fn empty_info() -> bpf_prog_load_info {
+        bpf_prog_load_info {
             insns: core::ptr::null(),
             insn_cnt: 0,
             func_info_rec_size: 0,
@@ -288,23 +256,23 @@ mod tests {
             core_relo_cnt: 0,
             btf_size: 0,
             btf: core::ptr::null(),
-        };
-        let (targ_ptr, targ_len) =
-            targ.map_or((core::ptr::null(), 0), |t| (t.as_ptr().cast(), t.len()));
-        let buf_ptr = buf.map_or(core::ptr::null_mut(), |b| b.as_mut_ptr().cast());
-        // SAFETY: every pointer comes from a live Rust value of the stated size.
-        let ret = unsafe {
-            bpf_object__prog_load_info(
-                obj.as_ptr().cast(),
-                obj.len(),
-                targ_ptr,
-                targ_len,
-                name.as_ptr(),
-                &mut info,
-                buf_ptr,
-                buf_sz,
-            )
-        };
+        }
+    }
+
+    /// Call the C function; the buffer is `u64`s so that it is 8-byte aligned.
+    fn call(
+        obj: &bpf_object,
+        name: &CStr,
+        targ: Option<&btf>,
+        buf: Option<&mut Vec<u64>>,
+        buf_sz: &mut usize,
+    ) -> (c_int, bpf_prog_load_info) {
+        let mut info = empty_info();
+        let targ = targ.map_or(core::ptr::null(), |t| t as *const btf);
+        let buf = buf.map_or(core::ptr::null_mut(), |b| b.as_mut_ptr().cast());
+        // SAFETY: every pointer is NULL or comes from a live Rust value of the stated size.
+        let ret =
+            unsafe { bpf_object__prog_load_info(obj, name.as_ptr(), targ, &mut info, buf, buf_sz) };
         (ret, info)
     }
 
@@ -317,15 +285,18 @@ mod tests {
         unsafe { core::slice::from_raw_parts(ptr.cast::<u8>(), len) }
     }
 
-    fn fill(obj: &[u8], targ: Option<&[u8]>, name: &CStr) -> (Vec<u64>, bpf_prog_load_info) {
+    /// Size query, a too small buffer, then the real call.
+    fn fill(obj: &bpf_object, name: &CStr, targ: Option<&btf>) -> (Vec<u64>, bpf_prog_load_info) {
         let mut size = 0;
-        let (ret, _) = call(obj, targ, name, None, &mut size);
-        assert_eq!(ret, -ENOSPC);
+        assert_eq!(call(obj, name, targ, None, &mut size).0, -libc::ENOSPC);
         let mut buf = vec![0u64; size.div_ceil(8)];
         let mut small = size - 1;
-        assert_eq!(call(obj, targ, name, Some(&mut buf), &mut small).0, -ENOSPC);
+        assert_eq!(
+            call(obj, name, targ, Some(&mut buf), &mut small).0,
+            -libc::ENOSPC
+        );
         assert_eq!(small, size);
-        let (ret, info) = call(obj, targ, name, Some(&mut buf), &mut size);
+        let (ret, info) = call(obj, name, targ, Some(&mut buf), &mut size);
         assert_eq!(ret, 0);
         (buf, info)
     }
@@ -361,8 +332,9 @@ mod tests {
 
     #[test]
     fn kernel_side_records() {
+        let obj = open(CALLS);
         let load = prepare(CALLS, None).unwrap();
-        let (_buf, info) = fill(CALLS, None, c"calls_both");
+        let (_buf, info) = fill(&obj, c"calls_both", None);
         assert_eq!(
             (info.insn_cnt, info.func_info_cnt, info.core_relo_cnt),
             (57, 5, 5)
@@ -372,10 +344,12 @@ mod tests {
 
     #[test]
     fn user_space_core() {
-        let load = prepare(FIELDS, Some(FIELDS_TARGET)).unwrap();
+        let obj = open(FIELDS);
+        let targ = BtfData::new_handle(FIELDS_TARGET.to_vec(), None).unwrap();
+        let load = prepare(FIELDS, Some(&targ)).unwrap();
         for p in &load.programs {
             let name = alloc::ffi::CString::new(p.name()).unwrap();
-            let (_buf, info) = fill(FIELDS, Some(FIELDS_TARGET), &name);
+            let (_buf, info) = fill(&obj, &name, Some(&targ));
             assert_eq!(info.core_relo_cnt, 0);
             assert!(info.core_relos.is_null());
             check(&info, &load, p);
@@ -384,53 +358,57 @@ mod tests {
 
     #[test]
     fn bad_arguments() {
+        let obj = open(CALLS);
         let mut size = 0;
-        assert_eq!(call(CALLS, None, c"nope", None, &mut size).0, -ENOENT);
-        assert_eq!(call(CALLS, None, c"leaf_tgid", None, &mut size).0, -ENOENT);
+        assert_eq!(call(&obj, c"nope", None, None, &mut size).0, -libc::ENOENT);
         assert_eq!(
-            call(&CALLS[..100], None, c"calls_both", None, &mut size).0,
-            -EINVAL
+            call(&obj, c"leaf_tgid", None, None, &mut size).0,
+            -libc::ENOENT
         );
-        assert_eq!(
-            call(CALLS, Some(b"junk"), c"calls_both", None, &mut size).0,
-            -EINVAL
-        );
+        let mut info = empty_info();
         // SAFETY: NULL arguments are rejected before anything is read.
         let ret = unsafe {
             bpf_object__prog_load_info(
                 core::ptr::null(),
-                0,
-                core::ptr::null(),
-                0,
                 c"calls_both".as_ptr(),
-                core::ptr::null_mut(),
+                core::ptr::null(),
+                &mut info,
                 core::ptr::null_mut(),
                 &mut size,
             )
         };
-        assert_eq!(ret, -EINVAL);
+        assert_eq!(ret, -libc::EINVAL);
+        // SAFETY: as above.
+        let ret = unsafe {
+            bpf_object__prog_load_info(
+                &*obj,
+                core::ptr::null(),
+                core::ptr::null(),
+                &mut info,
+                core::ptr::null_mut(),
+                &mut size,
+            )
+        };
+        assert_eq!(ret, -libc::EINVAL);
         // A misaligned buffer.
-        call(CALLS, None, c"calls_both", None, &mut size);
+        call(&obj, c"calls_both", None, None, &mut size);
         let mut buf = vec![0u64; size / 8 + 2];
         let ptr = buf
             .as_mut_ptr()
             .cast::<u8>()
             .wrapping_add(1)
             .cast::<c_void>();
-        let mut info = fill(CALLS, None, c"calls_both").1;
         // SAFETY: `ptr` is inside `buf`, which has `size` bytes after it.
         let ret = unsafe {
             bpf_object__prog_load_info(
-                CALLS.as_ptr().cast(),
-                CALLS.len(),
-                core::ptr::null(),
-                0,
+                &*obj,
                 c"calls_both".as_ptr(),
+                core::ptr::null(),
                 &mut info,
                 ptr,
                 &mut size,
             )
         };
-        assert_eq!(ret, -EINVAL);
+        assert_eq!(ret, -libc::EINVAL);
     }
 }

@@ -36,6 +36,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod anchor;
+pub mod core_relos;
 mod errno;
 mod files;
 mod session;

@@ -722,9 +722,9 @@ pub fn target_btf(
 const MOV_R0_1: [u8; 8] = [0xb7, 0x00, 0, 0, 1, 0, 0, 0];
 
 /// Relocation kinds of "clean" objects: those whose local value is 1, so that `r0 = 1` passes
-/// their instruction check (field_exists, type_exists, enumval_exists, type_matches), or that
-/// are not checked (target_type_id): whole objects then minimize.
-const CLEAN_KINDS: [u32; 8] = [12, 12, 12, 8, 8, 7, 2, 10];
+/// their instruction check (field_exists, type_exists, enumval_exists, type_matches): whole
+/// objects then minimize.
+const CLEAN_KINDS: [u32; 7] = [12, 12, 12, 8, 8, 2, 10];
 /// Relocation kinds of the other objects: every kind, and an unknown one.
 const ALL_KINDS: [u32; 16] = [12, 12, 12, 8, 8, 7, 7, 9, 0, 1, 2, 3, 10, 11, 6, 13];
 
@@ -817,9 +817,17 @@ fn access_string(
 ) -> Result<String> {
     let dirty = |u: &mut Unstructured<'_>, n: u32| -> Result<bool> { Ok(!clean && u.ratio(1, n)?) };
     if (6..=9).contains(&kind) || kind == 12 {
-        return Ok(if dirty(u, 20)? { "1".into() } else { "0".into() });
+        return Ok(if dirty(u, 20)? {
+            "1".into()
+        } else {
+            "0".into()
+        });
     }
-    let mut parts = vec![if dirty(u, 10)? { u.int_in_range(0..=3u32)? } else { 0 }];
+    let mut parts = vec![if dirty(u, 10)? {
+        u.int_in_range(0..=3u32)?
+    } else {
+        0
+    }];
     let mut id = root;
     for _ in 0..u.int_in_range(0..=70u32)? {
         let Ok(ty) = local.skip_mods_and_typedefs(id) else {
@@ -844,7 +852,11 @@ fn access_string(
         parts.push(if dirty(u, 30)? { u.arbitrary()? } else { idx });
         id = next;
     }
-    let mut s = parts.iter().map(|p| (*p as i32).to_string()).collect::<Vec<_>>().join(":");
+    let mut s = parts
+        .iter()
+        .map(|p| (*p as i32).to_string())
+        .collect::<Vec<_>>()
+        .join(":");
     if dirty(u, 40)? {
         s.push_str(":x");
     }
@@ -889,6 +901,15 @@ pub fn object(u: &mut Unstructured<'_>, fixture: &[u8]) -> Result<Vec<u8>> {
     if named.is_empty() {
         return Err(arbitrary::Error::NotEnoughData);
     }
+    let enums: Vec<u32> = named
+        .iter()
+        .copied()
+        .filter(|&id| {
+            local
+                .skip_mods_and_typedefs(id)
+                .is_ok_and(|t| t.kind.any_enum().is_some_and(|e| !e.is_empty()))
+        })
+        .collect();
     let clean = u.ratio(2, 3)?;
     let kinds: &[u32] = if clean { &CLEAN_KINDS } else { &ALL_KINDS };
     for _ in 0..group_count {
@@ -900,15 +921,28 @@ pub fn object(u: &mut Unstructured<'_>, fixture: &[u8]) -> Result<Vec<u8>> {
             .filter(|p| p.section_index == section.index)
             .collect();
         let mut records = Vec::new();
+        let mut used = std::collections::HashSet::new();
         for _ in 0..u.int_in_range(1..=40u32)? {
             let p = *u.choose(&programs)?;
             let insn = u.int_in_range(0..=(p.size / 8).saturating_sub(1))?;
+            // One relocation per instruction: a second one would see the first one's value.
+            if !used.insert(p.offset + insn * 8) {
+                continue;
+            }
             let root = if !clean && u.ratio(1, 12)? {
                 u.int_in_range(0..=local.type_cnt())?
             } else {
                 *u.choose(&named)?
             };
-            let kind = *u.choose(kinds)?;
+            let mut kind = *u.choose(kinds)?;
+            let root = match (clean, kind) {
+                (true, 10) if enums.is_empty() => {
+                    kind = 8;
+                    root
+                }
+                (true, 10) => *u.choose(&enums)?,
+                _ => root,
+            };
             let access = access_string(u, &local, root, kind, clean)?;
             let access_off = g.w.add_string(&access).unwrap();
             records.push([p.offset + insn * 8, root, access_off, kind]);

@@ -75,44 +75,69 @@ pub fn add_object(info: &mut RelocInfo<'_>, name: &str, object: &[u8]) -> Result
     info.add_object(name, &obj, &local)
 }
 
+/// The pipeline step an error came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Parsing the target BTFs.
+    Targets,
+    /// Parsing an object or its `.BTF`, or relocating and recording it.
+    Object,
+    /// `RelocInfo::to_btf`: emitting (and self-checking) the minimized BTF.
+    Emit,
+    /// `explain` or dumping the output.
+    Report,
+}
+
 /// The whole minimize pipeline: parse the targets, relocate and record every object, emit,
 /// explain, re-parse the output and dump it.
 pub fn pipeline(mode: TargetMode<'_>, objects: &[&[u8]]) -> Result<Output> {
+    pipeline_staged(mode, objects).map_err(|(_, e)| e)
+}
+
+/// [`pipeline`], telling which step failed.
+pub fn pipeline_staged(
+    mode: TargetMode<'_>,
+    objects: &[&[u8]],
+) -> std::result::Result<Output, (Stage, Error)> {
+    let at = |stage| move |e| (stage, e);
     match mode {
         TargetMode::Main(data) => {
-            let main = Btf::parse(data)?;
+            let main = Btf::parse(data).map_err(at(Stage::Targets))?;
             run(Targets::new(&main), objects)
         }
         TargetMode::SplitMain { base, split } => {
-            let base = Btf::parse(base)?;
-            let main = Btf::parse_split(split, &base)?;
+            let base = Btf::parse(base).map_err(at(Stage::Targets))?;
+            let main = Btf::parse_split(split, &base).map_err(at(Stage::Targets))?;
             run(Targets::new(&main), objects)
         }
         TargetMode::Module { base, module } => {
-            let main = Btf::parse(base)?;
-            let module = Btf::parse_split(module, &main)?;
+            let main = Btf::parse(base).map_err(at(Stage::Targets))?;
+            let module = Btf::parse_split(module, &main).map_err(at(Stage::Targets))?;
             let mut targets = Targets::new(&main);
-            targets.add_module(&module)?;
+            targets.add_module(&module).map_err(at(Stage::Targets))?;
             run(targets, objects)
         }
     }
 }
 
-fn run(targets: Targets<'_>, objects: &[&[u8]]) -> Result<Output> {
+fn run(targets: Targets<'_>, objects: &[&[u8]]) -> std::result::Result<Output, (Stage, Error)> {
+    let at = |stage| move |e| (stage, e);
     let mut info = RelocInfo::new(targets);
     for (i, object) in objects.iter().enumerate() {
-        add_object(
-            &mut info,
-            if i == 0 { "first.o" } else { "other.o" },
-            object,
-        )?;
+        let name = if i == 0 { "first.o" } else { "other.o" };
+        add_object(&mut info, name, object).map_err(at(Stage::Object))?;
     }
-    let minimized = info.to_btf()?;
+    let minimized = info.to_btf().map_err(at(Stage::Emit))?;
     let mut explain = String::new();
-    info.explain(&mut explain)?;
-    let out = Btf::parse(&minimized.bytes)?;
+    info.explain(&mut explain).map_err(at(Stage::Report))?;
+    // The output must be valid BTF whatever the input: a failure here is a bug, not an error
+    // of the input (out of memory aside).
+    let out = match Btf::parse(&minimized.bytes) {
+        Err(Error::OutOfMemory) => return Err((Stage::Report, Error::OutOfMemory)),
+        other => other.unwrap_or_else(|e| panic!("minimized BTF does not re-parse: {e}")),
+    };
     let mut dump = String::new();
-    btfgen::btf::dump::dump(&out, &mut dump)?;
+    btfgen::btf::dump::dump(&out, &mut dump).map_err(at(Stage::Report))?;
     Ok(Output {
         bytes: minimized.bytes,
         explain,

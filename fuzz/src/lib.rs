@@ -1,0 +1,152 @@
+//! What the fuzz targets share: every read-only query of a parsed BTF, BPF object and
+//! `.BTF.ext`, the whole min-core-btf pipeline, and the fixtures the targets pair fuzzed input
+//! with. Every query's result is ignored (errors are fine); only a panic, abort, hang or
+//! out-of-bounds read is a finding. Properties that must hold are asserted.
+
+use btfgen::Error;
+use btfgen::btf::dump::dump;
+use btfgen::btf::write::BtfWriter;
+use btfgen::btf::{Btf, TypeKind, Validation};
+use btfgen::object::{BpfObject, BtfExt};
+
+/// The generator of well-formed adversarial BTF and objects (shared with `tests/structured.rs`).
+#[path = "../../tests/support/adversarial.rs"]
+pub mod adversarial;
+/// The pipeline as `min-core-btf` drives it (shared with `tests/oom.rs`, `tests/structured.rs`).
+#[path = "../../tests/support/fixtures.rs"]
+pub mod fixtures;
+
+/// A valid target BTF (the fields fixture's).
+pub const FIELDS_BTF: &[u8] = include_bytes!("../../tests/data/targets/btf__fields.btf");
+/// A valid object with relocations of every field kind.
+pub const FIELDS_OBJ: &[u8] = include_bytes!("../../tests/data/progs/fields.bpf.o");
+/// Type relocations (type_exists, type_matches, ...).
+pub const TYPES_OBJ: &[u8] = include_bytes!("../../tests/data/progs/types.bpf.o");
+/// Enum relocations.
+pub const ENUMS_OBJ: &[u8] = include_bytes!("../../tests/data/progs/enums.bpf.o");
+/// The base of the split-BTF fixture.
+pub const BASE_BTF: &[u8] = include_bytes!("../../tests/data/targets/base.btf");
+/// Split BTF on [`BASE_BTF`].
+pub const MODULE_BTF: &[u8] = include_bytes!("../../tests/data/targets/module.btf");
+
+/// Every query on every type, plus the bpftool-style dump.
+pub fn exercise_btf(btf: &Btf<'_>) {
+    let count = btf.type_cnt();
+    for id in 0..count.saturating_add(2) {
+        let _ = btf.skip_mods_and_typedefs(id);
+        let _ = btf.skip_mods(id);
+        let _ = btf.resolve_size(id);
+        let _ = btf.name_off_and_kind(id);
+        let Ok(ty) = btf.type_by_id(id) else { continue };
+        let _ = btf.type_name(&ty);
+        let _ = btf.name_prefix(ty.name_off);
+        let _ = ty.size();
+        for r in ty.referenced_ids() {
+            let _ = btf.type_by_id(r);
+        }
+        let mut names = Vec::new();
+        match &ty.kind {
+            TypeKind::Struct(c) | TypeKind::Union(c) => names.extend(c.members().map(|m| m.name_off)),
+            TypeKind::Enum(e) | TypeKind::Enum64(e) => {
+                names.extend(e.values().map(|v| v.name_off));
+                let _ = e.values().map(|v| v.signed_value()).count();
+            }
+            TypeKind::FuncProto(p) => names.extend(p.params().map(|p| p.name_off)),
+            TypeKind::Datasec(d) => {
+                let _ = d.vars().count();
+            }
+            _ => {}
+        }
+        for off in names {
+            let _ = btf.name(off);
+        }
+    }
+    let _ = btf.headers().count();
+    let _ = btf.long_type_id();
+    let _ = btf.pointer_size();
+    let mut out = String::new();
+    let _ = dump(btf, &mut out);
+}
+
+/// A fully validated base BTF must survive being copied type by type with `BtfWriter` and
+/// parsed again, with as many types.
+pub fn check_round_trip(btf: &Btf<'_>) {
+    if btf.base().is_some() {
+        return;
+    }
+    let mut w = BtfWriter::new(btf.endian()).unwrap();
+    for ty in btf.types() {
+        let ty = ty.expect("type of a validated BTF decodes");
+        match w.copy_type(btf, &ty, Ok, |_| true) {
+            Ok(_) => {}
+            Err(Error::Limit { .. }) => return,
+            Err(e) => panic!("copying validated type [{}] failed: {e}", ty.id),
+        }
+    }
+    let bytes = w.finish().unwrap();
+    let again = Btf::parse(&bytes).unwrap_or_else(|e| panic!("copied BTF does not parse: {e}"));
+    assert_eq!(again.type_cnt(), btf.type_cnt());
+}
+
+/// Parse `data` with either validation, exercise it, and round-trip it when fully validated.
+pub fn fuzz_btf(data: &[u8], validation: Validation) {
+    if let Ok(btf) = Btf::parse_with(data, None, validation) {
+        exercise_btf(&btf);
+        if validation == Validation::Full {
+            check_round_trip(&btf);
+        }
+    }
+}
+
+/// Every record of every sub-section.
+pub fn exercise_btf_ext(ext: &BtfExt<'_>) {
+    let _ = ext.raw().len();
+    for s in ext.func_info().sections() {
+        let _ = (s.len(), s.get(0), s.get(s.len()), s.record_offset(s.len()));
+        let _ = s.records().fold(0u32, |acc, r| acc ^ r.type_id);
+        let _ = s.indexed().count();
+    }
+    for s in ext.line_info().sections() {
+        let _ = s.records().map(|r| r.line_col).max();
+    }
+    for s in ext.core_relos().sections() {
+        let _ = s.records().map(|r| r.kind ^ r.access_str_off).max();
+        let _ = s.get(usize::MAX);
+    }
+}
+
+/// Every accessor of an object, its `.BTF` and `.BTF.ext`.
+pub fn exercise_object(obj: &BpfObject<'_>) {
+    for section in obj.sections() {
+        let _ = obj.relocations(section.index);
+        let n = section.insn_count();
+        for i in [0, n.saturating_sub(1), n, usize::MAX] {
+            let _ = section.insn(i);
+        }
+        let _ = obj.section_by_name(section.name);
+        let _ = obj.section_by_index(section.index);
+        for off in [0, 8, u32::MAX] {
+            let _ = obj.program_at(section.name, off);
+            let _ = obj.program_in(section.index, off);
+        }
+    }
+    for p in obj.programs() {
+        let _ = obj.program_in(p.section_index, p.offset);
+        let _ = p.contains(p.offset.wrapping_add(p.size));
+    }
+    let _ = obj.relocations(usize::MAX);
+    if let Some(ext) = obj.btf_ext() {
+        exercise_btf_ext(ext);
+    }
+    let Some(bytes) = obj.btf_bytes() else { return };
+    let Ok(local) = Btf::parse(bytes) else { return };
+    exercise_btf(&local);
+    for s in obj.core_relo_sections(&local).flatten() {
+        let _ = s.section.map(|s| s.insn_count());
+        let _ = s.records.records().count();
+    }
+    if let Some(ext) = obj.btf_ext() {
+        let _ = obj.ext_sections(ext.func_info(), &local).count();
+        let _ = obj.ext_sections(ext.line_info(), &local).count();
+    }
+}
