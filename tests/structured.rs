@@ -206,3 +206,99 @@ fn generated_objects_against_targets_from_their_own_types() {
         "too few cases minimized: {tally:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Regressions: inputs that once hung (tests/data/regressions/, built by support/regressions.rs)
+// ---------------------------------------------------------------------------------------------
+
+#[path = "support/regressions.rs"]
+mod regressions;
+
+/// The committed regression inputs are what the builders make (`BLESS=1` rewrites them).
+#[test]
+fn regression_fixtures_are_current() {
+    let types = read("progs/types.bpf.o");
+    let (struct_obj, struct_btf) = regressions::deep_struct_match(&types);
+    let (proto_obj, proto_btf) = regressions::deep_proto_compat(&types);
+    let files = [
+        ("regressions/anon_fanout.btf", regressions::anon_fanout()),
+        ("regressions/deep_struct_match.o", struct_obj),
+        ("regressions/deep_struct_match.btf", struct_btf),
+        ("regressions/deep_proto_compat.o", proto_obj),
+        ("regressions/deep_proto_compat.btf", proto_btf),
+    ];
+    for (path, bytes) in files {
+        let full = fixtures::data_dir().join(path);
+        if std::env::var_os("BLESS").is_some() {
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, &bytes).unwrap();
+        }
+        assert!(read(path) == bytes, "{path} is stale: rerun with BLESS=1");
+    }
+}
+
+/// Relocate `object` against `target` (timed), returning every relocation's outcome.
+fn relocate_timed(what: &str, object: &[u8], target: &[u8]) -> Vec<(String, btfgen::Result<u64>)> {
+    use btfgen::core::{CandidateIndex, Targets, relocate::relocate_object};
+    let started = Instant::now();
+    let target = Btf::parse(target).unwrap();
+    let obj = BpfObject::parse(object).unwrap();
+    let local = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+    let targets = Targets::new(&target);
+    let relocated = relocate_object(&obj, &local, &targets, &mut CandidateIndex::new()).unwrap();
+    let elapsed = started.elapsed();
+    assert!(elapsed < TIME_LIMIT, "{what}: relocating took {elapsed:?}");
+    relocated
+        .relocations
+        .into_iter()
+        .map(|r| {
+            (
+                r.access.to_string(),
+                r.outcome.map(|(resolved, _)| resolved.res.new_val),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn anonymous_member_search_is_not_exponential() {
+    let target = read("regressions/anon_fanout.btf");
+    let object = read("progs/fields.bpf.o");
+    let outcomes = relocate_timed("anon_fanout", &object, &target);
+    // `BPF_CORE_READ(s, a)`: byte_off of fld_sample.a, found after the whole fan-out.
+    let a = outcomes
+        .iter()
+        .find(|(access, _)| access == "0:0")
+        .expect("relocation of fld_sample.a");
+    assert_eq!(a.1, Ok(regressions::ANON_A_OFFSET));
+    let mut tally = Tally::default();
+    check(&mut tally, "anon_fanout", &target, &[&object]);
+    assert_eq!(tally.ok, 1, "{tally:?}");
+}
+
+#[test]
+fn deep_type_comparisons_are_not_exponential() {
+    for name in ["deep_struct_match", "deep_proto_compat"] {
+        let object = read(&format!("regressions/{name}.o"));
+        let target = read(&format!("regressions/{name}.btf"));
+        // type_matches / type_exists: the chains are identical, so the relocation gives 1.
+        assert_eq!(
+            relocate_timed(name, &object, &target),
+            [("0".to_string(), Ok(1))],
+            "{name}"
+        );
+        let mut tally = Tally::default();
+        check(&mut tally, name, &target, &[&object]);
+        assert_eq!(tally.ok, 1, "{name}: {tally:?}");
+    }
+}
+
+#[test]
+fn wide_type_matches_are_not_quadratic() {
+    let (object, target) = regressions::wide_match(&read("progs/types.bpf.o"), 30_000);
+    let outcomes = relocate_timed("wide_match", &object, &target);
+    assert_eq!(
+        outcomes,
+        [("0".to_string(), Ok(1)), ("0".to_string(), Ok(1))]
+    );
+}

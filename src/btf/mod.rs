@@ -20,6 +20,8 @@ pub use types::{
 
 use crate::error::{Error, Result};
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+use object::endian::Endian;
 
 /// `BTF_MAGIC`.
 pub const MAGIC: u16 = 0xeb9f;
@@ -41,7 +43,7 @@ pub struct Btf<'a> {
     /// The type section.
     types: &'a [u8],
     /// The string section, checked to be UTF-8 so names are `&str` without re-checking.
-    strings: &'a str,
+    strings: &'a [u8],
     /// Byte offset within `types` of each local type, in id order.
     offsets: Vec<u32>,
     /// Id of the first local type: 1 for base BTF, the base's `type_cnt()` for split BTF.
@@ -50,8 +52,10 @@ pub struct Btf<'a> {
     start_str_off: u32,
     /// The integer type named like C's `long`, whose size is the target's pointer size.
     long_type: Option<u32>,
-    /// [`Validation::OnUse`]: each type is checked whenever it is decoded.
-    check_on_use: bool,
+    /// [`Validation::OnUse`]: one bit per own type, set once the type has been checked (empty
+    /// under [`Validation::Full`], where everything was checked at parse time). Atomic so a
+    /// parsed BTF stays shareable between threads; checking twice is harmless.
+    validated: Vec<AtomicU64>,
 }
 
 /// How much of a BTF is checked when it is parsed.
@@ -139,8 +143,12 @@ impl<'a> Btf<'a> {
         let index = (id - self.start_id) as usize;
         let offset = *self.offsets.get(index).ok_or(Error::NoSuchType(id))?;
         let ty = parse::decode(self.types, self.endian, offset as usize, id)?;
-        if self.check_on_use {
-            validate::check_type(self, &ty)?;
+        if let Some(word) = self.validated.get(index / 64) {
+            let bit = 1u64 << (index % 64);
+            if word.load(Ordering::Relaxed) & bit == 0 {
+                validate::check_type(self, &ty)?;
+                word.fetch_or(bit, Ordering::Relaxed);
+            }
         }
         Ok(ty)
     }
@@ -154,8 +162,10 @@ impl<'a> Btf<'a> {
                 None => Ok((0, None)),
             };
         }
-        let index = (id - self.start_id) as usize;
-        let offset = *self.offsets.get(index).ok_or(Error::NoSuchType(id))? as usize;
+        let offset = *self
+            .offsets
+            .get((id - self.start_id) as usize)
+            .ok_or(Error::NoSuchType(id))? as usize;
         let word = |at| parse::read_u32(self.types, offset + at, self.endian).unwrap_or(0);
         Ok((word(0), Kind::from_raw((word(4) >> 24) & 0x1f)))
     }
@@ -171,24 +181,31 @@ impl<'a> Btf<'a> {
         })
     }
 
-    /// `(id, name_off, kind)` of every type this BTF defines itself, in id order, read from the
-    /// headers alone: the fast path for whole-BTF scans.
-    pub fn headers(&self) -> impl Iterator<Item = (u32, u32, Option<Kind>)> + '_ {
+    /// `(id, kind, name bytes onward)` of every named type this BTF defines itself, in id
+    /// order, read from the headers alone: the fast path for whole-BTF scans. The bytes run from
+    /// the name to the end of the string section, so a caller can reject most names by their
+    /// first bytes before finding their end.
+    pub fn named_headers(&self) -> impl Iterator<Item = (u32, Option<Kind>, &'a [u8])> + '_ {
+        let (types, endian) = (self.types, self.endian);
         self.offsets
             .iter()
             .zip(self.start_id..)
-            .map(|(&offset, id)| {
-                let word = |at: usize| {
-                    parse::read_u32(self.types, offset as usize + at, self.endian).unwrap_or(0)
-                };
-                (id, word(0), Kind::from_raw((word(4) >> 24) & 0x1f))
+            .filter_map(move |(&offset, id)| {
+                let header = types.get(offset as usize..offset as usize + 8)?;
+                let name_off = endian.read_u32([header[0], header[1], header[2], header[3]]);
+                if name_off == 0 {
+                    return None;
+                }
+                let info = endian.read_u32([header[4], header[5], header[6], header[7]]);
+                let name = self.strings_from(name_off).ok()?;
+                Some((id, Kind::from_raw((info >> 24) & 0x1f), name))
             })
     }
 
     /// The first two bytes of the string at `offset` (0 past its end): a cheap filter before
     /// comparing whole names.
     pub fn name_prefix(&self, offset: u32) -> [u8; 2] {
-        let rest = self.strings_from(offset).map(str::as_bytes).unwrap_or(&[]);
+        let rest = self.strings_from(offset).unwrap_or(&[]);
         let first = rest.first().copied().unwrap_or(0);
         let second = if first == 0 {
             0
@@ -200,7 +217,7 @@ impl<'a> Btf<'a> {
 
     /// The string section from `offset` to its end (never empty), resolving into the base for
     /// split BTF.
-    fn strings_from(&self, offset: u32) -> Result<&'a str> {
+    fn strings_from(&self, offset: u32) -> Result<&'a [u8]> {
         let out_of_range = Error::BadString {
             offset,
             reason: "offset out of range",
@@ -221,18 +238,21 @@ impl<'a> Btf<'a> {
     /// The string at offset `offset`, resolving into the base for split BTF.
     pub fn name(&self, offset: u32) -> Result<&'a str> {
         let rest = self.strings_from(offset)?;
-        let end = rest.find('\0').ok_or(Error::BadString {
+        let end = rest.iter().position(|&b| b == 0).ok_or(Error::BadString {
             offset,
             reason: "not NUL-terminated",
         })?;
-        Ok(&rest[..end])
+        core::str::from_utf8(&rest[..end]).map_err(|_| Error::BadString {
+            offset,
+            reason: "not UTF-8",
+        })
     }
 
-    /// Whether the string at `offset` is empty, checking only that the offset is valid: the
-    /// section ends with a NUL and is UTF-8, so every in-range offset on a character boundary
-    /// starts a terminated string. Validation uses this to avoid a scan per name.
+    /// Whether the string at `offset` is empty, checking only that the offset is in range: the
+    /// section ends with a NUL, so every in-range offset starts a terminated string.
+    /// Validation uses this to avoid a scan per name.
     pub(crate) fn name_is_empty(&self, offset: u32) -> Result<bool> {
-        Ok(self.strings_from(offset)?.starts_with('\0'))
+        Ok(self.strings_from(offset)?.first() == Some(&0))
     }
 
     /// The name of type `ty` (empty for anonymous types).

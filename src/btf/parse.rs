@@ -5,6 +5,8 @@ use super::types::{Array, Composite, Datasec, Enum, FuncProto, Records, Type, Ty
 use super::{Btf, Kind, MAGIC, MAX_NAME_OFFSET, MAX_TYPE_ID, Validation};
 use crate::error::{Error, Result};
 use crate::fallible;
+use alloc::vec::Vec;
+use core::sync::atomic::AtomicU64;
 use object::endian::{Endian, Endianness};
 
 /// Length of the smallest header the kernel accepts (magic through str_len).
@@ -107,7 +109,7 @@ pub(super) fn parse<'a>(
     let body = &data[header.hdr_len..];
     let types = &body[header.type_off..header.type_off + header.type_len];
     let raw_strings = &body[header.str_off..header.str_off + header.str_len];
-    let strings = check_strings(raw_strings, base.is_some(), header.hdr_len + header.str_off)?;
+    let strings = check_strings(raw_strings, base.is_some(), validation)?;
     let (start_id, start_str_off) = match base {
         Some(b) => (b.type_cnt(), b.start_str_off() + b.strings_len()),
         None => (1, 0),
@@ -119,6 +121,7 @@ pub(super) fn parse<'a>(
         });
     }
     let offsets = index_types(types, header.endian, start_id)?;
+    let words = offsets.len().div_ceil(64);
     let mut btf = Btf {
         base,
         endian: header.endian,
@@ -128,7 +131,14 @@ pub(super) fn parse<'a>(
         start_id,
         start_str_off,
         long_type: None,
-        check_on_use: validation == Validation::OnUse,
+        validated: match validation {
+            Validation::Full => Vec::new(),
+            Validation::OnUse => {
+                let mut bits = fallible::vec_with_capacity(words)?;
+                bits.extend((0..words).map(|_| AtomicU64::new(0)));
+                bits
+            }
+        },
     };
     btf.long_type = match validation {
         Validation::Full => super::validate::validate(&btf)?,
@@ -137,12 +147,12 @@ pub(super) fn parse<'a>(
     Ok(btf)
 }
 
-/// The string section must start with a NUL (base BTF), end with a NUL, and be UTF-8 (names
-/// are handed out as `&str`).
-fn check_strings(raw: &[u8], split: bool, file_offset: usize) -> Result<&str> {
+/// The string section must start with a NUL (base BTF) and end with a NUL; with full
+/// validation it must be UTF-8 throughout (else each name is checked when read).
+fn check_strings(raw: &[u8], split: bool, validation: Validation) -> Result<&[u8]> {
     if raw.is_empty() {
         if split {
-            return Ok("");
+            return Ok(raw);
         }
         return Err(Error::BadHeader("empty string section"));
     }
@@ -158,32 +168,34 @@ fn check_strings(raw: &[u8], split: bool, file_offset: usize) -> Result<&str> {
             reason: "string section not NUL-terminated",
         });
     }
-    core::str::from_utf8(raw).map_err(|e| Error::BadString {
-        offset: e.valid_up_to() as u32,
-        reason: if file_offset == 0 {
-            "not UTF-8"
-        } else {
-            "string section is not UTF-8"
-        },
-    })
+    if validation == Validation::Full
+        && let Err(e) = core::str::from_utf8(raw)
+    {
+        return Err(Error::BadString {
+            offset: e.valid_up_to() as u32,
+            reason: "string section is not UTF-8",
+        });
+    }
+    Ok(raw)
 }
 
-/// One pass over the type section: offset of every record, each record's bounds checked.
-fn index_types(types: &[u8], endian: Endianness, start_id: u32) -> Result<alloc::vec::Vec<u32>> {
+/// One pass over the type section: the offset of every record, each record's bounds checked.
+fn index_types(types: &[u8], endian: Endianness, start_id: u32) -> Result<Vec<u32>> {
     // Every record is at least 12 bytes, so this bounds the index without trusting any count.
-    let mut offsets = fallible::vec_with_capacity(types.len() / TYPE_HEADER_LEN)?;
+    let mut index = fallible::vec_with_capacity(types.len() / TYPE_HEADER_LEN)?;
     let mut pos = 0usize;
     let mut id = start_id;
     // The hot loop of parsing: one info word per record, a table lookup for its length.
-    while let Some(&[a, b, c, d]) = types.get(pos + 4..pos + 8) {
+    while let Some(&[i0, i1, i2, i3]) = types.get(pos + 4..pos + 8) {
         if id > MAX_TYPE_ID {
             return Err(Error::Limit {
                 what: "type count",
                 limit: MAX_TYPE_ID as usize,
             });
         }
-        let info = endian.read_u32([a, b, c, d]);
-        let (fixed, per_entry) = RECORD_LAYOUT[((info >> 24) & 0x1f) as usize];
+        let info = endian.read_u32([i0, i1, i2, i3]);
+        let raw_kind = (info >> 24) & 0x1f;
+        let (fixed, per_entry) = RECORD_LAYOUT[raw_kind as usize];
         if fixed == 0 {
             return Err(Error::BadType {
                 id,
@@ -197,7 +209,7 @@ fn index_types(types: &[u8], endian: Endianness, start_id: u32) -> Result<alloc:
                 offset: pos,
             });
         }
-        offsets.push(pos as u32);
+        index.push(pos as u32);
         pos += len;
         id += 1;
     }
@@ -207,7 +219,7 @@ fn index_types(types: &[u8], endian: Endianness, start_id: u32) -> Result<alloc:
             offset: pos,
         });
     }
-    Ok(offsets)
+    Ok(index)
 }
 
 /// Per raw kind value: (bytes of the record without entries, bytes per vlen entry); a zero

@@ -339,6 +339,9 @@ fn minimize(
     // Parsed as min-core-btf parses its INPUT, so that the outputs are the same.
     let btf = parse_target(data, None, &name.to_string())?;
     let mut info = RelocInfo::new(Targets::new(&btf));
+    let all: Vec<_> = objects.iter().map(|o| (&o.object, &o.btf)).collect();
+    info.prepare(&all)
+        .map_err(context(format!("{name}: indexing candidates")))?;
     for o in objects {
         info.add_object(o.name, &o.object, &o.btf)
             .map_err(context(format!("{name}: {}", o.name)))?;

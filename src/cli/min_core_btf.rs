@@ -78,14 +78,20 @@ fn minimize(
     input_bytes: usize,
     started: Instant,
 ) -> CliResult<ExitCode> {
-    let mut info = RelocInfo::new(targets.clone());
+    let mut parsed = Vec::new();
     for (name, data) in objects {
         let obj = BpfObject::parse(data).map_err(context(name))?;
         let btf_bytes = obj
             .btf_bytes()
             .ok_or_else(|| CliError(format!("{name}: object has no .BTF section")))?;
         let local = Btf::parse(btf_bytes).map_err(context(format!("{name}: .BTF")))?;
-        info.add_object(name, &obj, &local).map_err(context(name))?;
+        parsed.push((name, obj, local));
+    }
+    let mut info = RelocInfo::new(targets.clone());
+    let all: Vec<_> = parsed.iter().map(|(_, obj, local)| (obj, local)).collect();
+    info.prepare(&all).map_err(context("indexing candidates"))?;
+    for (name, obj, local) in &parsed {
+        info.add_object(name, obj, local).map_err(context(name))?;
     }
     let minimized = info.to_btf().map_err(context("emitting minimized BTF"))?;
     write_atomic(output, &minimized.bytes)?;

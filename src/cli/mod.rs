@@ -2,11 +2,13 @@
 
 pub mod batch;
 pub mod dump;
+pub mod input;
 pub mod min_core_btf;
 pub mod relocate;
 
 use btfgen::btf::{Btf, Validation};
 use btfgen::core::Targets;
+use input::Input;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -52,7 +54,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult<()> {
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        // No fsync: atomic means no reader and no failed run ever sees a partial file, which
+        // the rename gives; durability across power loss is the filesystem's (bpftool does
+        // not sync either, and a sync costs more than the whole job).
         std::fs::rename(&tmp, path)
     })();
     result.map_err(|e| {
@@ -64,15 +68,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult<()> {
 /// The bytes of a run's target BTFs: the main BTF, its base when it is split, and module BTFs
 /// split on it.
 pub struct TargetFiles {
-    main: (String, Vec<u8>),
-    base: Option<(String, Vec<u8>)>,
-    modules: Vec<(String, Vec<u8>)>,
+    main: (String, Input),
+    base: Option<(String, Input)>,
+    modules: Vec<(String, Input)>,
 }
 
 impl TargetFiles {
     /// Read every file, naming the one that fails.
     pub fn read(main: &Path, base: Option<&Path>, modules: &[PathBuf]) -> CliResult<Self> {
-        let load = |p: &Path| Ok::<_, CliError>((p.display().to_string(), read_file(p)?));
+        let load = |p: &Path| Ok::<_, CliError>((p.display().to_string(), Input::open(p)?));
         Ok(TargetFiles {
             main: load(main)?,
             base: base.map(load).transpose()?,

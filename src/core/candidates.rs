@@ -133,19 +133,26 @@ impl CandidateIndex {
             let base = btf.base().filter(|_| source == BtfSource::Main);
             let headers = base
                 .into_iter()
-                .flat_map(|b| b.headers())
-                .chain(btf.headers());
-            for (id, name_off, kind) in headers {
+                .flat_map(|b| b.named_headers())
+                .chain(btf.named_headers());
+            for (id, kind, name) in headers {
                 let Some(kind) = kind else { continue };
-                if name_off == 0 {
+                let first = name.first().copied().unwrap_or(0);
+                let second = if first == 0 {
+                    0
+                } else {
+                    name.get(1).copied().unwrap_or(0)
+                };
+                if !wanted(slot([first, second])) && !wanted(slot([first, 0])) {
                     continue;
                 }
-                let prefix = btf.name_prefix(name_off);
-                if !wanted(slot(prefix)) && !wanted(slot([prefix[0], 0])) {
+                let Some(end) = name.iter().position(|&b| b == 0) else {
                     continue;
-                }
-                let name = essential_name(btf.name(name_off)?);
-                if let Some((&key, ())) = missing.get_key_value(name) {
+                };
+                let Ok(name) = core::str::from_utf8(&name[..end]) else {
+                    continue;
+                };
+                if let Some((&key, ())) = missing.get_key_value(essential_name(name)) {
                     // Capacity for every missing name was reserved above.
                     let list = found.entry(key).or_default();
                     fallible::push(list, Candidate { source, id, kind })?;

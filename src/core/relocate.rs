@@ -57,6 +57,19 @@ pub struct RelocatedObject<'o, 't> {
     pub sections: Vec<PatchedSection<'o>>,
 }
 
+/// The essential names of every type `obj`'s CO-RE records start from: what the candidate
+/// index must hold before its relocations can be resolved.
+pub fn local_type_names<'o>(obj: &BpfObject<'o>, local: &Btf<'o>) -> Result<Vec<&'o str>> {
+    let mut names = Vec::new();
+    for section in obj.core_relo_sections(local) {
+        for (_, rec) in section?.records.indexed() {
+            let ty = local.type_by_id(rec.type_id)?;
+            fallible::push(&mut names, essential_name(local.name(ty.name_off)?))?;
+        }
+    }
+    Ok(names)
+}
+
 /// Relocate every CO-RE record of `obj` (whose parsed `.BTF` is `local`) against `targets`,
 /// growing the shared candidate `index` with the names this object needs. Errors of single
 /// relocations are reported in their `outcome`; only malformed objects fail as a whole.
@@ -66,14 +79,7 @@ pub fn relocate_object<'o, 't>(
     targets: &Targets<'t>,
     index: &mut CandidateIndex,
 ) -> Result<RelocatedObject<'o, 't>> {
-    let mut names: Vec<&str> = Vec::new();
-    for section in obj.core_relo_sections(local) {
-        for (_, rec) in section?.records.indexed() {
-            let ty = local.type_by_id(rec.type_id)?;
-            fallible::push(&mut names, essential_name(local.name(ty.name_off)?))?;
-        }
-    }
-    index.ensure(targets, names.iter().copied())?;
+    index.ensure(targets, local_type_names(obj, local)?.iter().copied())?;
 
     let target_is_le = obj.endian().is_little_endian();
     let mut cache = CandidateCache::new();

@@ -5,7 +5,7 @@ mod emit;
 pub mod marks;
 
 use crate::btf::Btf;
-use crate::core::relocate::relocate_object;
+use crate::core::relocate::{local_type_names, relocate_object};
 use crate::core::{Candidate, CandidateIndex, RelocKind, Targets};
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -80,6 +80,18 @@ impl<'t> RelocInfo<'t> {
     /// Counts so far.
     pub fn stats(&self) -> Stats {
         self.stats
+    }
+
+    /// Index the candidates of every object about to be added, in one scan of the targets
+    /// (otherwise each [`RelocInfo::add_object`] that brings new type names scans them again).
+    pub fn prepare(&mut self, objects: &[(&BpfObject<'_>, &Btf<'_>)]) -> Result<()> {
+        let mut names = Vec::new();
+        for (obj, local) in objects {
+            let more = local_type_names(obj, local)?;
+            names.try_reserve(more.len())?;
+            names.extend(more);
+        }
+        self.index.ensure(&self.targets, names.iter().copied())
     }
 
     /// Relocate every CO-RE record of `obj` (local BTF `local`) and record what the matched
