@@ -319,3 +319,26 @@ fn module_btf_candidates_resolve_like_the_split_target() {
     assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&two).unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Without a kernel BTF (`BTFGEN_KERNEL_BTF` pointing nowhere), the default job falls back to
+/// the example kernel BTF built into the binary, says so, and still minimizes.
+#[test]
+fn min_core_btf_without_kernel_btf_uses_the_example_kernel() {
+    let dir = std::env::temp_dir().join(format!("btfgen-no-kernel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(BIN)
+        .arg("min-core-btf")
+        .env("BTFGEN_KERNEL_BTF", dir.join("no-such-btf"))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("using the example kernel BTF"), "{stderr}");
+    let bytes = std::fs::read(dir.join("min.btf")).unwrap();
+    let btf = Btf::parse(&bytes).unwrap();
+    let names: Vec<&str> = btf.types().map(|t| btf.name(t.unwrap().name_off).unwrap()).collect();
+    assert!(names.contains(&"task_struct") && names.contains(&"perf_callchain_context"), "kept: {names:?}");
+    assert!(!names.contains(&"sched_entity"), "unrelated types are dropped: {names:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

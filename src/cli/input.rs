@@ -18,6 +18,8 @@ pub enum Input {
     Read(Vec<u8>),
     /// Mapped read-only.
     Mapped(memmap2::Mmap),
+    /// Built into the binary.
+    Embedded(&'static [u8]),
 }
 
 impl Deref for Input {
@@ -27,6 +29,7 @@ impl Deref for Input {
         match self {
             Input::Read(bytes) => bytes,
             Input::Mapped(map) => map,
+            Input::Embedded(bytes) => bytes,
         }
     }
 }

@@ -11,8 +11,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// The running kernel's BTF: the default INPUT.
-const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+/// The running kernel's BTF: the default INPUT. `BTFGEN_KERNEL_BTF` names another file (the
+/// tests use it to run the default job as on a kernel without BTF).
+fn kernel_btf() -> PathBuf {
+    std::env::var_os("BTFGEN_KERNEL_BTF").map_or_else(|| PathBuf::from("/sys/kernel/btf/vmlinux"), PathBuf::from)
+}
+/// The default INPUT where the running kernel has no BTF: a small kernel-like BTF built from
+/// `tests/data/targets/btf__example_kernel.c`.
+const EXAMPLE_KERNEL_BTF: &[u8] = include_bytes!("../../tests/data/targets/btf__example_kernel.btf");
+const EXAMPLE_KERNEL_NAME: &str = "tests/data/targets/btf__example_kernel.btf (embedded)";
 /// The example object: reads `task_struct`/`mm_struct` fields of the running kernel.
 const EXAMPLE_OBJECT: &[u8] = include_bytes!("../../tests/data/progs/task.bpf.o");
 const EXAMPLE_NAME: &str = "tests/data/progs/task.bpf.o (embedded)";
@@ -20,7 +27,8 @@ const EXAMPLE_NAME: &str = "tests/data/progs/task.bpf.o (embedded)";
 /// Arguments of `btfgen min-core-btf`.
 #[derive(clap::Args)]
 pub struct MinCoreBtfArgs {
-    /// Source BTF (e.g. /sys/kernel/btf/vmlinux); default: the running kernel's.
+    /// Source BTF (e.g. /sys/kernel/btf/vmlinux); default: the running kernel's, else the
+    /// example kernel BTF built into btfgen.
     input: Option<PathBuf>,
     /// Where to write the minimized BTF (atomically); default: min.btf.
     output: Option<PathBuf>,
@@ -40,10 +48,7 @@ pub struct MinCoreBtfArgs {
 /// Run `btfgen min-core-btf`.
 pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     let started = Instant::now();
-    let input = args
-        .input
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(KERNEL_BTF));
+    let input = args.input.clone().unwrap_or_else(kernel_btf);
     let output = args
         .output
         .clone()
@@ -65,7 +70,12 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     for path in &args.objects {
         objects.push((path.display().to_string(), read_file(path)?));
     }
-    let files = TargetFiles::read(&input, args.base_btf.as_deref(), &args.module_btf)?;
+    let files = if args.input.is_none() && !input.exists() {
+        eprintln!("btfgen: {} not found; using the example kernel BTF {EXAMPLE_KERNEL_NAME}", input.display());
+        TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF)
+    } else {
+        TargetFiles::read(&input, args.base_btf.as_deref(), &args.module_btf)?
+    };
     let input_bytes = files.input_len();
     files.with_targets(|targets| minimize(args, targets, &objects, &output, input_bytes, started))
 }
