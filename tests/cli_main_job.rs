@@ -337,8 +337,17 @@ fn min_core_btf_without_kernel_btf_uses_the_example_kernel() {
     assert!(stderr.contains("using the example kernel BTF"), "{stderr}");
     let bytes = std::fs::read(dir.join("min.btf")).unwrap();
     let btf = Btf::parse(&bytes).unwrap();
-    let names: Vec<&str> = btf.types().map(|t| btf.name(t.unwrap().name_off).unwrap()).collect();
-    assert!(names.contains(&"task_struct") && names.contains(&"perf_callchain_context"), "kept: {names:?}");
-    assert!(!names.contains(&"sched_entity"), "unrelated types are dropped: {names:?}");
+    let names: Vec<&str> = btf
+        .types()
+        .map(|t| btf.name(t.unwrap().name_off).unwrap())
+        .collect();
+    assert!(
+        names.contains(&"task_struct") && names.contains(&"perf_callchain_context"),
+        "kept: {names:?}"
+    );
+    assert!(
+        !names.contains(&"sched_entity"),
+        "unrelated types are dropped: {names:?}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -14,11 +14,13 @@ use std::time::Instant;
 /// The running kernel's BTF: the default INPUT. `BTFGEN_KERNEL_BTF` names another file (the
 /// tests use it to run the default job as on a kernel without BTF).
 fn kernel_btf() -> PathBuf {
-    std::env::var_os("BTFGEN_KERNEL_BTF").map_or_else(|| PathBuf::from("/sys/kernel/btf/vmlinux"), PathBuf::from)
+    std::env::var_os("BTFGEN_KERNEL_BTF")
+        .map_or_else(|| PathBuf::from("/sys/kernel/btf/vmlinux"), PathBuf::from)
 }
 /// The default INPUT where the running kernel has no BTF: a small kernel-like BTF built from
 /// `tests/data/targets/btf__example_kernel.c`.
-const EXAMPLE_KERNEL_BTF: &[u8] = include_bytes!("../../tests/data/targets/btf__example_kernel.btf");
+const EXAMPLE_KERNEL_BTF: &[u8] =
+    include_bytes!("../../tests/data/targets/btf__example_kernel.btf");
 const EXAMPLE_KERNEL_NAME: &str = "tests/data/targets/btf__example_kernel.btf (embedded)";
 /// The example object: reads `task_struct`/`mm_struct` fields of the running kernel.
 const EXAMPLE_OBJECT: &[u8] = include_bytes!("../../tests/data/progs/task.bpf.o");
@@ -71,7 +73,10 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
         objects.push((path.display().to_string(), read_file(path)?));
     }
     let files = if args.input.is_none() && !input.exists() {
-        eprintln!("btfgen: {} not found; using the example kernel BTF {EXAMPLE_KERNEL_NAME}", input.display());
+        eprintln!(
+            "btfgen: {} not found; using the example kernel BTF {EXAMPLE_KERNEL_NAME}",
+            input.display()
+        );
         TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF)
     } else {
         TargetFiles::read(&input, args.base_btf.as_deref(), &args.module_btf)?

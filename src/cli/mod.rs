@@ -86,7 +86,11 @@ impl TargetFiles {
 
     /// Targets with only a main BTF built into the binary.
     pub fn embedded(name: &str, bytes: &'static [u8]) -> Self {
-        TargetFiles { main: (name.to_string(), Input::Embedded(bytes)), base: None, modules: Vec::new() }
+        TargetFiles {
+            main: (name.to_string(), Input::Embedded(bytes)),
+            base: None,
+            modules: Vec::new(),
+        }
     }
 
     /// Total bytes of the main, base and module BTF files.
