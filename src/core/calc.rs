@@ -318,3 +318,96 @@ pub fn calc_relo(
     }
     Ok(res)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::write::BtfWriter;
+    use crate::btf::{Endianness, Kind};
+    use crate::core::spec::Accessor;
+
+    /// A struct `s` with an `unsigned int` bitfield `f` of `bits` bits at `bit_off`, built with
+    /// kind_flag member offsets.
+    fn bitfield_btf(bit_off: u32, bits: u32, storage: u32) -> alloc::vec::Vec<u8> {
+        let mut w = BtfWriter::new(Endianness::Little).unwrap();
+        let int = w
+            .begin_type("unsigned int", Kind::Int, false, 0, storage)
+            .unwrap();
+        w.push_word(storage * 8).unwrap();
+        let name = w.add_string("f").unwrap();
+        w.begin_type("s", Kind::Struct, true, 1, 16).unwrap();
+        for word in [name, int, (bits << 24) | bit_off] {
+            w.push_word(word).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn value_of(btf: &Btf<'_>, kind: RelocKind, bit_off: u32, little_endian: bool) -> u64 {
+        let mut spec = Spec::new(2, kind);
+        spec.push_accessor(Accessor {
+            type_id: 2,
+            idx: 0,
+            name: None,
+        })
+        .unwrap();
+        spec.push_accessor(Accessor {
+            type_id: 2,
+            idx: 0,
+            name: Some("f"),
+        })
+        .unwrap();
+        spec.bit_offset = bit_off;
+        match field_value(btf, kind, Some(&spec), little_endian).unwrap() {
+            Value::Known { val, .. } => val,
+            Value::Poison => panic!("poisoned"),
+        }
+    }
+
+    /// libbpf's bitfield formulas (relo_core.c, `bpf_core_calc_field_relo`): the load covers
+    /// the bitfield with the smallest power-of-two size at a multiple of that size; the left
+    /// shift depends on the byte order the program runs with, the right shift does not. The
+    /// expected numbers are worked out by hand from those formulas.
+    #[test]
+    fn bitfield_shifts_follow_libbpf_for_both_byte_orders() {
+        // 4 bits at bit 3 of a 4-byte int: one 4-byte load at offset 0.
+        let data = bitfield_btf(3, 4, 4);
+        let btf = Btf::parse(&data).unwrap();
+        assert_eq!(value_of(&btf, RelocKind::FieldByteOffset, 3, true), 0);
+        assert_eq!(value_of(&btf, RelocKind::FieldByteSize, 3, true), 4);
+        assert_eq!(value_of(&btf, RelocKind::FieldRshiftU64, 3, true), 60);
+        assert_eq!(
+            value_of(&btf, RelocKind::FieldLshiftU64, 3, true),
+            64 - (3 + 4)
+        );
+        assert_eq!(
+            value_of(&btf, RelocKind::FieldLshiftU64, 3, false),
+            (8 - 4) * 8 + 3
+        );
+
+        // 5 bits at bit 30 straddle the first 4-byte word: the load widens to 8 bytes.
+        let data = bitfield_btf(30, 5, 4);
+        let btf = Btf::parse(&data).unwrap();
+        assert_eq!(value_of(&btf, RelocKind::FieldByteSize, 30, true), 8);
+        assert_eq!(value_of(&btf, RelocKind::FieldByteOffset, 30, true), 0);
+        assert_eq!(
+            value_of(&btf, RelocKind::FieldLshiftU64, 30, true),
+            64 - (30 + 5)
+        );
+        assert_eq!(value_of(&btf, RelocKind::FieldLshiftU64, 30, false), 30);
+        assert_eq!(value_of(&btf, RelocKind::FieldRshiftU64, 30, false), 59);
+
+        // 3 bits at bit 45 of a 4-byte int: a 4-byte load at offset 4, bit 13 within it.
+        let data = bitfield_btf(45, 3, 4);
+        let btf = Btf::parse(&data).unwrap();
+        assert_eq!(value_of(&btf, RelocKind::FieldByteOffset, 45, true), 4);
+        assert_eq!(
+            value_of(&btf, RelocKind::FieldLshiftU64, 45, true),
+            64 - (13 + 3)
+        );
+        assert_eq!(
+            value_of(&btf, RelocKind::FieldLshiftU64, 45, false),
+            (8 - 4) * 8 + 13
+        );
+        assert_eq!(value_of(&btf, RelocKind::FieldSigned, 45, false), 0);
+    }
+}
