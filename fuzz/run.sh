@@ -36,7 +36,7 @@ for t in "${targets[@]}"; do
     timeout=10
     [[ $t == structured ]] && timeout=30
     cargo +nightly fuzz run -O -a "$t" "corpus/$t" -- \
-        -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
+        -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 -max_len=65536 \
         -print_final_stats=1 -artifact_prefix="artifacts/$t/" >"logs/$t.log" 2>&1
     rc=$?
     if ((rc != 0)); then

@@ -15,10 +15,14 @@
 //! BTF (when readable) with the example object is swept on every allocation up to [`DENSE`]
 //! (it takes about 200), then on a stride, so a future growth cannot make the test slow.
 
+#[path = "support/adversarial.rs"]
+mod adversarial;
 #[path = "support/alloc.rs"]
 mod alloc_support;
 #[path = "support/fixtures.rs"]
 mod fixtures;
+#[path = "support/regressions.rs"]
+mod regressions;
 
 use alloc_support::{TestAlloc, live, measure, run_failing};
 use btfgen::btf::Btf;
@@ -155,6 +159,29 @@ fn module_targets_and_several_objects() {
     let objects: Vec<&[u8]> = objects.iter().map(Vec::as_slice).collect();
     sweep("three objects on btf__fields", None, &|| {
         pipeline(TargetMode::Main(&target), &objects)
+    });
+}
+
+/// The inputs of the memoized searches (anonymous members, deep type comparisons, entries
+/// looked up by name), whose memo tables allocate.
+#[test]
+fn memoized_searches_can_fail_anywhere() {
+    let types = read("progs/types.bpf.o");
+    let fields = read("progs/fields.bpf.o");
+    let anon = read("regressions/anon_fanout.btf");
+    sweep("anon_fanout", None, &|| {
+        pipeline(TargetMode::Main(&anon), &[&fields])
+    });
+    for name in ["deep_struct_match", "deep_proto_compat"] {
+        let object = read(&format!("regressions/{name}.o"));
+        let target = read(&format!("regressions/{name}.btf"));
+        sweep(name, None, &|| {
+            pipeline(TargetMode::Main(&target), &[&object])
+        });
+    }
+    let (object, target) = regressions::wide_match(&types, 40);
+    sweep("wide_match", None, &|| {
+        pipeline(TargetMode::Main(&target), &[&object])
     });
 }
 

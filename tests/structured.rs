@@ -19,7 +19,7 @@ mod fixtures;
 use arbitrary::Unstructured;
 use btfgen::btf::{Btf, Endianness};
 use btfgen::object::BpfObject;
-use fixtures::{Output, Stage, TargetMode, pipeline_staged, read};
+use fixtures::{Output, TargetMode, pipeline_staged, read};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
@@ -300,5 +300,71 @@ fn wide_type_matches_are_not_quadratic() {
     assert_eq!(
         outcomes,
         [("0".to_string(), Ok(1)), ("0".to_string(), Ok(1))]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Documented limits, enforced with clear errors (type count and string section length: see
+// tests/btf_corrupt.rs; allocation for announced sizes: tests/oom.rs)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn documented_limits_are_enforced_with_clear_errors() {
+    use btfgen::Error;
+    use btfgen::btf::MAX_RESOLVE_DEPTH;
+    use btfgen::core::spec::MAX_SPEC_LEN;
+
+    // Sizing visits MAX_RESOLVE_DEPTH types in all, the sized one included (as libbpf's
+    // btf__resolve_size); skipping modifiers has no such limit (as libbpf's).
+    let depth = MAX_RESOLVE_DEPTH as u32;
+    let (blob, top) = regressions::typedef_chain(depth - 1);
+    assert_eq!(Btf::parse(&blob).unwrap().resolve_size(top), Ok(4));
+    let (blob, top) = regressions::typedef_chain(depth);
+    let btf = Btf::parse(&blob).unwrap();
+    let err = btf.resolve_size(top).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("invalid BTF type [{top}]: type chain too deep to size")
+    );
+    let (blob, top) = regressions::typedef_chain(1000);
+    assert_eq!(
+        Btf::parse(&blob)
+            .unwrap()
+            .skip_mods_and_typedefs(top)
+            .unwrap()
+            .id,
+        1
+    );
+
+    // Access strings of more than MAX_SPEC_LEN indices.
+    let types = read("progs/types.bpf.o");
+    let target = read("targets/btf__types.btf");
+    let access = vec!["0"; MAX_SPEC_LEN + 1].join(":");
+    let object = regressions::field_relocation(&types, &access);
+    let err = fixtures::pipeline(TargetMode::Main(&target), &[&object]).unwrap_err();
+    assert_eq!(
+        err,
+        Error::Limit {
+            what: "CO-RE access spec length",
+            limit: MAX_SPEC_LEN
+        }
+    );
+    assert!(
+        err.to_string().contains("CO-RE access spec length"),
+        "{err}"
+    );
+
+    // Type comparisons recurse at most 32 levels: a struct chain 40 deep is too deep, and
+    // fails fast (not after 2^32 comparisons).
+    let (object, target) = regressions::struct_match_pair(&types, 40);
+    let started = Instant::now();
+    let err = fixtures::pipeline(TargetMode::Main(&target), &[&object]).unwrap_err();
+    assert!(started.elapsed() < TIME_LIMIT);
+    assert_eq!(
+        err,
+        Error::Limit {
+            what: "type comparison depth",
+            limit: 32
+        }
     );
 }

@@ -6,7 +6,13 @@ use btfgen::btf::Validation;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
-    let validation = if mode & 1 == 0 { Validation::Full } else { Validation::OnUse };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let validation = if mode & 1 == 0 {
+        Validation::Full
+    } else {
+        Validation::OnUse
+    };
     btfgen_fuzz::fuzz_btf(rest, validation);
 });

@@ -15,14 +15,24 @@ use libfuzzer_sys::fuzz_target;
 const OBJECTS: [&[u8]; 3] = [FIELDS_OBJ, TYPES_OBJ, ENUMS_OBJ];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     match mode % 4 {
         0 => drop(pipeline(TargetMode::Main(rest), &OBJECTS)),
-        1 => drop(pipeline(TargetMode::Module { base: BASE_BTF, module: rest }, &OBJECTS)),
+        1 => drop(pipeline(
+            TargetMode::Module {
+                base: BASE_BTF,
+                module: rest,
+            },
+            &OBJECTS,
+        )),
         _ => {
             // On-use validation: unchecked types reach the engine; the output of to_btf is
             // still fully validated, so it must re-parse.
-            let Ok(main) = Btf::parse_with(rest, None, Validation::OnUse) else { return };
+            let Ok(main) = Btf::parse_with(rest, None, Validation::OnUse) else {
+                return;
+            };
             let mut info = RelocInfo::new(Targets::new(&main));
             for object in OBJECTS {
                 if add_object(&mut info, "fixture.o", object).is_err() {

@@ -21,21 +21,29 @@ fn run(target: &[u8], object: &[u8]) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     let mut u = Unstructured::new(rest);
     let fixture = OBJECTS[usize::from(mode >> 1) % OBJECTS.len()];
     if mode & 1 == 0 {
         let obj = BpfObject::parse(fixture).unwrap();
         let local = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
         let pool = Pool::from_btf(&local);
-        let Ok(target) = target_btf(&mut u, &pool, Some(&local), Endianness::Little) else { return };
+        let Ok(target) = target_btf(&mut u, &pool, Some(&local), Endianness::Little) else {
+            return;
+        };
         run(&target, fixture);
     } else {
-        let Ok(generated) = object(&mut u, fixture) else { return };
+        let Ok(generated) = object(&mut u, fixture) else {
+            return;
+        };
         let obj = BpfObject::parse(&generated).expect("generated object parses");
         let local = Btf::parse(obj.btf_bytes().unwrap()).expect("generated .BTF parses");
         let pool = Pool::from_btf(&local);
-        let Ok(target) = target_btf(&mut u, &pool, Some(&local), Endianness::Little) else { return };
+        let Ok(target) = target_btf(&mut u, &pool, Some(&local), Endianness::Little) else {
+            return;
+        };
         run(&target, &generated);
     }
 });

@@ -46,7 +46,9 @@ pub fn exercise_btf(btf: &Btf<'_>) {
         }
         let mut names = Vec::new();
         match &ty.kind {
-            TypeKind::Struct(c) | TypeKind::Union(c) => names.extend(c.members().map(|m| m.name_off)),
+            TypeKind::Struct(c) | TypeKind::Union(c) => {
+                names.extend(c.members().map(|m| m.name_off))
+            }
             TypeKind::Enum(e) | TypeKind::Enum64(e) => {
                 names.extend(e.values().map(|v| v.name_off));
                 let _ = e.values().map(|v| v.signed_value()).count();

@@ -300,6 +300,7 @@ impl<'a> Btf<'a> {
             id,
             reason: "type size exceeds 4 GiB",
         };
+        let start = id;
         let mut id = id;
         let mut nelems: u32 = 1;
         for _ in 0..MAX_RESOLVE_DEPTH {
@@ -332,9 +333,10 @@ impl<'a> Btf<'a> {
             };
             return size.checked_mul(nelems).map(u64::from).ok_or(too_big);
         }
+        // As libbpf: at most MAX_RESOLVE_DEPTH types are visited, the sized one included.
         Err(Error::BadType {
-            id,
-            reason: "type has no size",
+            id: start,
+            reason: "type chain too deep to size",
         })
     }
 

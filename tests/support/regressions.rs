@@ -79,11 +79,17 @@ fn struct_chain(w: &mut BtfWriter, depth: u32) -> u32 {
 
 /// `deep_struct_match.o` (from `types.bpf.o`) and `deep_struct_match.btf`.
 pub fn deep_struct_match(types_object: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    struct_match_pair(types_object, CHAIN_DEPTH)
+}
+
+/// An object with a `type_matches` relocation on `dm_{depth}` and a target with the same
+/// struct chain.
+pub fn struct_match_pair(types_object: &[u8], depth: u32) -> (Vec<u8>, Vec<u8>) {
     let mut local = BtfWriter::new(Endianness::Little).unwrap();
-    let top = struct_chain(&mut local, CHAIN_DEPTH);
+    let top = struct_chain(&mut local, depth);
     let object = object_with(types_object, local, &[(top, "0", 12)]);
     let mut target = BtfWriter::new(Endianness::Little).unwrap();
-    struct_chain(&mut target, CHAIN_DEPTH);
+    struct_chain(&mut target, depth);
     (object, target.finish().unwrap())
 }
 
@@ -145,4 +151,28 @@ pub fn wide_match(types_object: &[u8], n: u32) -> (Vec<u8>, Vec<u8>) {
     let (local, e, s) = build(false);
     let object = object_with(types_object, local, &[(e, "0", 12), (s, "0", 12)]);
     (object, build(true).0.finish().unwrap())
+}
+
+/// An object with one field relocation (`byte_off`) on a struct, with `access`.
+pub fn field_relocation(types_object: &[u8], access: &str) -> Vec<u8> {
+    let mut local = BtfWriter::new(Endianness::Little).unwrap();
+    let int = int(&mut local, "int", 4);
+    let x = local.add_string("x").unwrap();
+    let s = local
+        .begin_type("lim_s", Kind::Struct, false, 1, 4)
+        .unwrap();
+    words(&mut local, &[x, int, 0]);
+    object_with(types_object, local, &[(s, access, 0)])
+}
+
+/// `int` under a chain of `len` typedefs; returns the BTF and the outermost typedef's id.
+pub fn typedef_chain(len: u32) -> (Vec<u8>, u32) {
+    let mut w = BtfWriter::new(Endianness::Little).unwrap();
+    let mut id = int(&mut w, "int", 4);
+    for k in 0..len {
+        id = w
+            .begin_type(&format!("t{k}"), Kind::Typedef, false, 0, id)
+            .unwrap();
+    }
+    (w.finish().unwrap(), id)
 }
