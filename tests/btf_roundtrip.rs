@@ -566,7 +566,7 @@ proptest! {
     }
 
     /// Copying with a member filter and an id remap keeps exactly the chosen members (and
-    /// enumerators) and maps every reference (`shift` filler types come first, so ids move up
+    /// enumerators and section variables) and maps every reference (`shift` filler types come first, so ids move up
     /// by `shift`).
     #[test]
     fn copy_type_filters_members_and_remaps_ids(models in models_strategy(), keep_mask in any::<u32>(), shift in 0u32..50) {
@@ -594,8 +594,8 @@ proptest! {
     }
 }
 
-/// `model` with every type reference passed through `map`, and struct/union members and
-/// enumerators filtered by `keep`.
+/// `model` with every type reference passed through `map`, and struct/union members,
+/// enumerators and data section variables filtered by `keep`.
 fn shift_model(model: &Model, map: impl Fn(u32) -> u32, keep: impl Fn(usize) -> bool) -> Model {
     let mut m = model.clone();
     match &mut m {
@@ -632,9 +632,12 @@ fn shift_model(model: &Model, map: impl Fn(u32) -> u32, keep: impl Fn(usize) -> 
             }
         }
         Model::Datasec { vars, .. } => {
-            for v in vars {
-                v.0 = map(v.0);
-            }
+            *vars = vars
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| keep(*i))
+                .map(|(_, v)| (map(v.0), v.1, v.2))
+                .collect();
         }
     }
     m

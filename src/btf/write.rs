@@ -133,8 +133,8 @@ impl BtfWriter {
     }
 
     /// Append a copy of `ty` (from `src`) with every referenced id passed through `map_id` and,
-    /// for structs, unions and enums, only the members / enumerators for which `keep(index)` is
-    /// true. Names are re-added to this writer's string section. Returns the new id.
+    /// for structs, unions, enums and data sections, only the members / enumerators / variables
+    /// for which `keep(index)` is true. Names are re-added to this writer's string section. Returns the new id.
     pub fn copy_type(
         &mut self,
         src: &Btf<'_>,
@@ -246,8 +246,10 @@ impl BtfWriter {
             }
             TypeKind::Datasec(d) => {
                 let mut vars: Vec<(u32, u32, u32)> = fallible::vec_with_capacity(d.len())?;
-                for v in d.vars() {
-                    vars.push((map_id(v.type_id)?, v.offset, v.size));
+                for (index, v) in d.vars().enumerate() {
+                    if keep(index) {
+                        vars.push((map_id(v.type_id)?, v.offset, v.size));
+                    }
                 }
                 let id = self.begin_type(name, kind, false, vlen_of(vars.len())?, d.size)?;
                 for (t, off, size) in vars {

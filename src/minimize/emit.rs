@@ -4,7 +4,7 @@
 
 use super::marks::{Marks, TypeKey};
 use crate::btf::write::BtfWriter;
-use crate::btf::{Kind, MAX_RESOLVE_DEPTH, TypeKind};
+use crate::btf::{Kind, TypeKind};
 use crate::core::{BtfSource, Targets};
 use crate::error::{Error, Result};
 use alloc::vec::Vec;
@@ -29,7 +29,8 @@ fn owner(targets: &Targets<'_>, source: BtfSource, id: u32) -> TypeKey {
 /// becomes the kept `int`, and a pointer to an unkept struct becomes `void *`.
 fn new_id(targets: &Targets<'_>, keys: &[TypeKey], source: BtfSource, id: u32) -> Result<u32> {
     let mut id = id;
-    for _ in 0..=MAX_RESOLVE_DEPTH {
+    // As long as lookups follow chains (every type once at most), not a shorter limit.
+    for _ in 0..=targets.btf(source).type_cnt() {
         if id == 0 {
             return Ok(0);
         }

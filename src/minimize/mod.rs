@@ -97,7 +97,8 @@ impl<'t> RelocInfo<'t> {
     /// Relocate every CO-RE record of `obj` (local BTF `local`) and record what the matched
     /// target types need. A relocation libbpf would fail (ambiguous candidates, malformed
     /// record) fails the whole object, as `bpftool gen min_core_btf` does; nothing of that
-    /// object is recorded then.
+    /// object is recorded then. Only running out of memory while recording can leave part of an
+    /// object recorded (the output then keeps more than it needs); drop the `RelocInfo` then.
     pub fn add_object(&mut self, name: &str, obj: &BpfObject<'_>, local: &Btf<'_>) -> Result<()> {
         let relocated = relocate_object(obj, local, &self.targets, &mut self.index)?;
         for r in &relocated.relocations {
