@@ -24,6 +24,8 @@ mod fallible;
 #[cfg(feature = "ffi")]
 #[allow(unsafe_code)]
 pub mod ffi;
+#[cfg(feature = "std")]
+pub mod fs;
 pub mod minimize;
 pub mod object;
 

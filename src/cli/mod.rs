@@ -8,6 +8,7 @@ pub mod relocate;
 
 use btfgen::btf::{Btf, Validation};
 use btfgen::core::Targets;
+use btfgen::fs::Durability;
 use input::Input;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -35,34 +36,10 @@ pub fn read_file(path: &Path) -> CliResult<Vec<u8>> {
     std::fs::read(path).map_err(context(path.display()))
 }
 
-/// Write `bytes` to `path` atomically: a temporary file in the same directory, then rename, so
-/// no partial output is ever left behind.
+/// Write `bytes` to `path` atomically, unsynced ([`btfgen::fs::write_atomic`]): no partial
+/// output is ever left behind, naming the path in the error.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult<()> {
-    use std::io::Write;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| CliError(format!("{}: not a file path", path.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        // No fsync: atomic means no reader and no failed run ever sees a partial file, which
-        // the rename gives; durability across power loss is the filesystem's (bpftool does
-        // not sync either, and a sync costs more than the whole job).
-        std::fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        CliError(format!("{}: {e}", path.display()))
-    })
+    btfgen::fs::write_atomic(path, bytes, Durability::Unsynced).map_err(context(path.display()))
 }
 
 /// The bytes of a run's target BTFs: the main BTF, its base when it is split, and module BTFs

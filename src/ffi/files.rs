@@ -1,16 +1,13 @@
 //! Paths from C strings, whole-file reads and atomic writes.
 
 use super::errno::Errno;
-use alloc::format;
 use alloc::vec::Vec;
 use core::ffi::{CStr, c_char};
-use core::sync::atomic::{AtomicU32, Ordering};
 use std::ffi::OsStr;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The path a C string names; `EINVAL` for NULL.
 ///
@@ -45,41 +42,19 @@ pub(super) fn read(path: &Path) -> Result<Vec<u8>, Errno> {
     Ok(data)
 }
 
-/// Write `bytes` to `path` atomically: into a new temporary file in the same directory, synced,
-/// then renamed over `path`. On failure the temporary file is removed and `path` is untouched.
+/// Write `bytes` to `path` atomically and synced ([`crate::fs::write_atomic`]); `EINVAL` for a
+/// path without a file name.
 pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Errno> {
-    static SEQUENCE: AtomicU32 = AtomicU32::new(0);
-    let name = path.file_name().ok_or(Errno::INVAL)?;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}.{seq}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| {
-        // `create_new`: never follow or reuse a file someone else put there.
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Errno::from(e)
-    })
+    if path.file_name().is_none() {
+        return Err(Errno::INVAL);
+    }
+    crate::fs::write_atomic(path, bytes, crate::fs::Durability::Synced).map_err(Errno::from)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::format;
 
     #[test]
     fn reads_whole_files_and_reports_errno() {
