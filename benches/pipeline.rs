@@ -15,9 +15,8 @@
 //! front, each type when it is read). Parsing alone, fully validated, is `benches/parse.rs`. Run with `cargo bench --bench pipeline` (one group:
 //! `cargo bench --bench pipeline -- minimize`). Objects are parsed once, outside the timing.
 
-use btfgen::btf::{Btf, Validation};
-use btfgen::core::relocate::relocate_object;
-use btfgen::core::spec::essential_name;
+use btfgen::btf::{Btf, Kind, Validation};
+use btfgen::core::relocate::{local_type_names, relocate_object};
 use btfgen::core::{CandidateIndex, Targets};
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
@@ -64,15 +63,10 @@ fn parse_object<'a>(name: &'a str, data: &'a [u8]) -> Local<'a> {
 }
 
 /// The essential names `objects`' relocations look up (what `relocate_object` indexes).
-fn wanted_names<'a>(objects: &'a [&Local<'a>]) -> Vec<&'a str> {
+fn wanted_names<'a>(objects: &'a [&Local<'a>]) -> Vec<(&'a str, Kind)> {
     let mut names = Vec::new();
     for o in objects {
-        for section in o.object.core_relo_sections(&o.btf) {
-            for (_, rec) in section.expect("core_relo section").records.indexed() {
-                let ty = o.btf.type_by_id(rec.type_id).expect("local type");
-                names.push(essential_name(o.btf.name(ty.name_off).expect("local name")));
-            }
-        }
+        names.extend(local_type_names(&o.object, &o.btf).expect("local type names"));
     }
     names
 }

@@ -39,7 +39,7 @@ pub fn exercise_btf(btf: &Btf<'_>) {
         let _ = btf.name_off_and_kind(id);
         let Ok(ty) = btf.type_by_id(id) else { continue };
         let _ = btf.type_name(&ty);
-        let _ = btf.name_prefix(ty.name_off);
+        let _ = btf.string_tail(ty.name_off);
         let _ = ty.size();
         for r in ty.referenced_ids() {
             let _ = btf.type_by_id(r);
@@ -63,7 +63,9 @@ pub fn exercise_btf(btf: &Btf<'_>) {
             let _ = btf.name(off);
         }
     }
-    let _ = btf.named_headers().map(|(_, _, name)| name.len()).max();
+    let _ = btf
+        .named_types_of(btfgen::btf::KindSet::EMPTY.with(btfgen::btf::Kind::Struct))
+        .count();
     let _ = btf.long_type_id();
     let _ = btf.pointer_size();
     let mut out = String::new();

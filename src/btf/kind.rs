@@ -172,6 +172,46 @@ impl Kind {
     }
 }
 
+/// A set of kinds, one bit per raw kind value: a filter that whole-BTF scans test against a
+/// header's raw kind without decoding it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KindSet(u32);
+
+impl KindSet {
+    /// No kinds.
+    pub const EMPTY: KindSet = KindSet(0);
+
+    /// This set with `kind` added.
+    pub const fn with(self, kind: Kind) -> KindSet {
+        KindSet(self.0 | 1 << kind as u32)
+    }
+
+    /// Every kind of `self` or `other`.
+    pub const fn union(self, other: KindSet) -> KindSet {
+        KindSet(self.0 | other.0)
+    }
+
+    /// Whether `kind` is in the set.
+    pub const fn contains(self, kind: Kind) -> bool {
+        self.contains_raw(kind as u32)
+    }
+
+    /// Whether every kind of `other` is in the set.
+    pub const fn contains_all(self, other: KindSet) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether the raw kind value `raw` (bits 24..29 of `info`) is in the set.
+    pub const fn contains_raw(self, raw: u32) -> bool {
+        raw < 32 && self.0 & (1 << raw) != 0
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
 /// `BTF_INT_SIGNED`: the integer encoding bit for signed integers.
 pub const INT_SIGNED: u8 = 1 << 0;
 /// `BTF_INT_CHAR`: the integer encoding bit for `char`.

@@ -1,17 +1,18 @@
 //! BTF: zero-copy parsing and validation of raw BTF blobs (base and split), queries the CO-RE
 //! engine needs, and a writer for new BTF.
 //!
-//! A [`Btf`] borrows its bytes and keeps only a per-id offset index, so parsing the 5 MiB kernel
-//! BTF is one validating pass over the input and one `Vec<u32>` allocation.
+//! A [`Btf`] borrows its bytes and keeps only a sparse offset index (one `u32` per eight types),
+//! so parsing the 5 MiB kernel BTF is one pass over its type headers and a 60 KiB allocation.
 
 pub mod dump;
+mod index;
 pub mod kind;
 mod parse;
 mod types;
 mod validate;
 pub mod write;
 
-pub use kind::Kind;
+pub use kind::{Kind, KindSet};
 pub use object::endian::Endianness;
 pub use types::{
     Array, Composite, Datasec, Enum, EnumValue, FuncProto, Member, Param, Type, TypeKind,
@@ -21,7 +22,7 @@ pub use types::{
 use crate::error::{Error, Result};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
-use object::endian::Endian;
+use index::TypeIndex;
 
 /// `BTF_MAGIC`.
 pub const MAGIC: u16 = 0xeb9f;
@@ -44,8 +45,8 @@ pub struct Btf<'a> {
     types: &'a [u8],
     /// The string section, checked to be UTF-8 so names are `&str` without re-checking.
     strings: &'a [u8],
-    /// Byte offset within `types` of each local type, in id order.
-    offsets: Vec<u32>,
+    /// Where each local type's record starts.
+    index: TypeIndex,
     /// Id of the first local type: 1 for base BTF, the base's `type_cnt()` for split BTF.
     start_id: u32,
     /// String offset of `strings[0]`: 0 for base BTF, the base's string length for split BTF.
@@ -110,7 +111,7 @@ impl<'a> Btf<'a> {
 
     /// One past the largest valid type id (libbpf's `btf__type_cnt`): ids `0..type_cnt()` exist.
     pub fn type_cnt(&self) -> u32 {
-        self.start_id + self.offsets.len() as u32
+        self.start_id + self.index.len()
     }
 
     /// First id defined by this BTF itself (1 for base BTF).
@@ -141,8 +142,8 @@ impl<'a> Btf<'a> {
             };
         }
         let index = (id - self.start_id) as usize;
-        let offset = *self.offsets.get(index).ok_or(Error::NoSuchType(id))?;
-        let ty = parse::decode(self.types, self.endian, offset as usize, id)?;
+        let offset = self.offset(id)?;
+        let ty = parse::decode(self.types, self.endian, offset, id)?;
         if let Some(word) = self.validated.get(index / 64) {
             let bit = 1u64 << (index % 64);
             if word.load(Ordering::Relaxed) & bit == 0 {
@@ -162,10 +163,7 @@ impl<'a> Btf<'a> {
                 None => Ok((0, None)),
             };
         }
-        let offset = *self
-            .offsets
-            .get((id - self.start_id) as usize)
-            .ok_or(Error::NoSuchType(id))? as usize;
+        let offset = self.offset(id)?;
         let word = |at| parse::read_u32(self.types, offset + at, self.endian).unwrap_or(0);
         Ok((word(0), Kind::from_raw((word(4) >> 24) & 0x1f)))
     }
@@ -173,66 +171,75 @@ impl<'a> Btf<'a> {
     /// Word `word` of type `id`'s record (0 = name_off, 1 = info, 2 = size/type, 3.. = data),
     /// for checks on raw fields the decoded view does not keep.
     pub(crate) fn raw_word(&self, id: u32, word: usize) -> Result<u32> {
-        let index = id.checked_sub(self.start_id).ok_or(Error::NoSuchType(id))? as usize;
-        let offset = *self.offsets.get(index).ok_or(Error::NoSuchType(id))? as usize;
+        if id < self.start_id {
+            return Err(Error::NoSuchType(id));
+        }
+        let offset = self.offset(id)?;
         parse::read_u32(self.types, offset + 4 * word, self.endian).ok_or(Error::Truncated {
             what: "BTF type record",
             offset,
         })
     }
 
-    /// `(id, kind, name bytes onward)` of every named type this BTF defines itself, in id
-    /// order, read from the headers alone: the fast path for whole-BTF scans. The bytes run from
-    /// the name to the end of the string section, so a caller can reject most names by their
-    /// first bytes before finding their end.
-    pub fn named_headers(&self) -> impl Iterator<Item = (u32, Option<Kind>, &'a [u8])> + '_ {
-        let (types, endian) = (self.types, self.endian);
-        self.offsets
-            .iter()
-            .zip(self.start_id..)
-            .filter_map(move |(&offset, id)| {
-                let header = types.get(offset as usize..offset as usize + 8)?;
-                let name_off = endian.read_u32([header[0], header[1], header[2], header[3]]);
-                if name_off == 0 {
-                    return None;
+    /// Call `visit(id, kind, name_off)` for every named type this BTF defines itself whose kind
+    /// is in `kinds`, in no particular order, read from the headers alone: the fast path for
+    /// whole-BTF scans, which never touches the names of types of other kinds.
+    pub fn for_each_named_of(
+        &self,
+        kinds: KindSet,
+        mut visit: impl FnMut(u32, Kind, u32) -> Result<()>,
+    ) -> Result<()> {
+        let (types, endian, start_id) = (self.types, self.endian, self.start_id);
+        // Kept out of the walk's loop, which only tests the kind (most types are rejected).
+        #[inline(never)]
+        fn named<F: FnMut(u32, Kind, u32) -> Result<()>>(
+            visit: &mut F,
+            id: u32,
+            name_off: u32,
+            raw_kind: u32,
+        ) -> Result<()> {
+            match Kind::from_raw(raw_kind) {
+                Some(kind) if name_off != 0 => visit(id, kind, name_off),
+                _ => Ok(()),
+            }
+        }
+        self.index
+            .for_each_record(types, endian, |index, pos, info| {
+                let raw_kind = (info >> 24) & 0x1f;
+                if !kinds.contains_raw(raw_kind) {
+                    return Ok(());
                 }
-                let info = endian.read_u32([header[4], header[5], header[6], header[7]]);
-                let name = self.strings_from(name_off).ok()?;
-                Some((id, Kind::from_raw((info >> 24) & 0x1f), name))
+                let name_off = parse::read_u32(types, pos, endian).unwrap_or(0);
+                named(&mut visit, start_id + index, name_off, raw_kind)
             })
     }
 
-    /// The first two bytes of the string at `offset` (0 past its end): a cheap filter before
-    /// comparing whole names.
-    pub fn name_prefix(&self, offset: u32) -> [u8; 2] {
-        let rest = self.strings_from(offset).unwrap_or(&[]);
-        let first = rest.first().copied().unwrap_or(0);
-        let second = if first == 0 {
-            0
-        } else {
-            rest.get(1).copied().unwrap_or(0)
-        };
-        [first, second]
+    /// Byte offset in the type section of own type `id` (`id >= start_id`).
+    fn offset(&self, id: u32) -> Result<usize> {
+        self.index
+            .offset(self.types, self.endian, id - self.start_id)
+            .ok_or(Error::NoSuchType(id))
     }
 
-    /// The string section from `offset` to its end (never empty), resolving into the base for
-    /// split BTF.
+    /// The string section from `offset` to its end (never empty; `None` out of range),
+    /// resolving into the base for split BTF: lets a scan reject a name by its first bytes
+    /// before finding its end.
+    pub fn string_tail(&self, offset: u32) -> Option<&'a [u8]> {
+        match offset.checked_sub(self.start_str_off) {
+            Some(local) => self
+                .strings
+                .get(local as usize..)
+                .filter(|rest| !rest.is_empty()),
+            None => self.base?.string_tail(offset),
+        }
+    }
+
+    /// [`Btf::string_tail`], with an error naming `offset` when it is out of range.
     fn strings_from(&self, offset: u32) -> Result<&'a [u8]> {
-        let out_of_range = Error::BadString {
+        self.string_tail(offset).ok_or(Error::BadString {
             offset,
             reason: "offset out of range",
-        };
-        if offset < self.start_str_off {
-            return match self.base {
-                Some(base) => base.strings_from(offset),
-                None => Err(out_of_range),
-            };
-        }
-        let local = (offset - self.start_str_off) as usize;
-        self.strings
-            .get(local..)
-            .filter(|rest| !rest.is_empty())
-            .ok_or(out_of_range)
+        })
     }
 
     /// The string at offset `offset`, resolving into the base for split BTF.

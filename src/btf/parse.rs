@@ -1,8 +1,9 @@
-//! Header and type-section parsing: builds the per-id offset index in one pass, validating each
-//! record's bounds and kind-specific layout as it goes.
+//! Header and type-section parsing: checks the header and sections, builds the type index
+//! (checking every record's kind and bounds) and decodes records.
 
+use super::index::{TYPE_HEADER_LEN, TypeIndex};
 use super::types::{Array, Composite, Datasec, Enum, FuncProto, Records, Type, TypeKind};
-use super::{Btf, Kind, MAGIC, MAX_NAME_OFFSET, MAX_TYPE_ID, Validation};
+use super::{Btf, Kind, MAGIC, MAX_NAME_OFFSET, Validation};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
@@ -11,8 +12,6 @@ use object::endian::{Endian, Endianness};
 
 /// Length of the smallest header the kernel accepts (magic through str_len).
 const MIN_HEADER_LEN: usize = 24;
-/// Size of `struct btf_type`.
-const TYPE_HEADER_LEN: usize = 12;
 
 /// The raw BTF bytes in `data`: `data` itself, or its `.BTF` section when it is an ELF file.
 pub(super) fn btf_bytes(data: &[u8]) -> Result<&[u8]> {
@@ -120,14 +119,14 @@ pub(super) fn parse<'a>(
             limit: MAX_NAME_OFFSET as usize,
         });
     }
-    let offsets = index_types(types, header.endian, start_id)?;
-    let words = offsets.len().div_ceil(64);
+    let index = TypeIndex::build(types, header.endian, start_id)?;
+    let words = (index.len() as usize).div_ceil(64);
     let mut btf = Btf {
         base,
         endian: header.endian,
         types,
         strings,
-        offsets,
+        index,
         start_id,
         start_str_off,
         long_type: None,
@@ -179,67 +178,6 @@ fn check_strings(raw: &[u8], split: bool, validation: Validation) -> Result<&[u8
     Ok(raw)
 }
 
-/// One pass over the type section: the offset of every record, each record's bounds checked.
-fn index_types(types: &[u8], endian: Endianness, start_id: u32) -> Result<Vec<u32>> {
-    // Every record is at least 12 bytes, so this bounds the index without trusting any count.
-    let mut index = fallible::vec_with_capacity(types.len() / TYPE_HEADER_LEN)?;
-    let mut pos = 0usize;
-    let mut id = start_id;
-    // The hot loop of parsing: one info word per record, a table lookup for its length.
-    while let Some(&[i0, i1, i2, i3]) = types.get(pos + 4..pos + 8) {
-        if id > MAX_TYPE_ID {
-            return Err(Error::Limit {
-                what: "type count",
-                limit: MAX_TYPE_ID as usize,
-            });
-        }
-        let info = endian.read_u32([i0, i1, i2, i3]);
-        let raw_kind = (info >> 24) & 0x1f;
-        let (fixed, per_entry) = RECORD_LAYOUT[raw_kind as usize];
-        if fixed == 0 {
-            return Err(Error::BadType {
-                id,
-                reason: "unknown kind",
-            });
-        }
-        let len = usize::from(fixed) + usize::from(per_entry) * (info & 0xffff) as usize;
-        if types.len() - pos < len {
-            return Err(Error::Truncated {
-                what: "BTF type record",
-                offset: pos,
-            });
-        }
-        index.push(pos as u32);
-        pos += len;
-        id += 1;
-    }
-    if pos < types.len() {
-        return Err(Error::Truncated {
-            what: "BTF type header",
-            offset: pos,
-        });
-    }
-    Ok(index)
-}
-
-/// Per raw kind value: (bytes of the record without entries, bytes per vlen entry); a zero
-/// first field marks an unknown kind. Mirrors [`Kind::extra_len`].
-const RECORD_LAYOUT: [(u8, u8); 32] = {
-    let mut table = [(0u8, 0u8); 32];
-    let mut raw = 1;
-    while raw < 20 {
-        table[raw] = match raw {
-            1 | 14 | 17 => (16, 0),      // INT, VAR, DECL_TAG: one extra word
-            3 => (24, 0),                // ARRAY
-            4 | 5 | 15 | 19 => (12, 12), // STRUCT, UNION, DATASEC, ENUM64
-            6 | 13 => (12, 8),           // ENUM, FUNC_PROTO
-            _ => (12, 0),
-        };
-        raw += 1;
-    }
-    table
-};
-
 fn record_len(types: &[u8], endian: Endianness, pos: usize, id: u32) -> Result<usize> {
     let info = read_u32(types, pos + 4, endian)
         .filter(|_| pos + TYPE_HEADER_LEN <= types.len())
@@ -261,7 +199,7 @@ fn record_len(types: &[u8], endian: Endianness, pos: usize, id: u32) -> Result<u
     Ok(len)
 }
 
-/// Decode the record at `pos` (already bounds-checked by [`index_types`]).
+/// Decode the record at `pos` (already bounds-checked by [`TypeIndex::build`]).
 pub(super) fn decode(types: &[u8], endian: Endianness, pos: usize, id: u32) -> Result<Type<'_>> {
     let len = record_len(types, endian, pos, id)?;
     let word = |i: usize| read_u32(types, pos + 4 * i, endian).unwrap_or(0);
@@ -344,29 +282,4 @@ pub(super) fn decode(types: &[u8], endian: Endianness, pos: usize, id: u32) -> R
         },
     };
     Ok(Type { id, name_off, kind })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn record_layout_table_matches_kind_extra_len() {
-        for raw in 0..32u32 {
-            let (fixed, per_entry) = RECORD_LAYOUT[raw as usize];
-            match Kind::from_raw(raw) {
-                None => assert_eq!(fixed, 0, "raw kind {raw}"),
-                Some(kind) => {
-                    for vlen in [0u16, 1, 2, 0xffff] {
-                        let table = usize::from(fixed) + usize::from(per_entry) * usize::from(vlen);
-                        assert_eq!(
-                            table,
-                            TYPE_HEADER_LEN + kind.extra_len(vlen),
-                            "{kind:?} vlen {vlen}"
-                        );
-                    }
-                }
-            }
-        }
-    }
 }

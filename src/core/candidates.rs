@@ -4,7 +4,7 @@
 
 use super::matching::kinds_core_compat;
 use super::spec::essential_name;
-use crate::btf::{Btf, Kind};
+use crate::btf::{Btf, Kind, KindSet};
 use crate::error::Result;
 use crate::fallible;
 use alloc::string::String;
@@ -84,7 +84,33 @@ pub struct Candidate {
 /// Essential name → candidates in libbpf's search order (main BTF by id, then each module).
 #[derive(Debug, Default)]
 pub struct CandidateIndex {
-    by_name: HashMap<String, Vec<Candidate>>,
+    by_name: HashMap<String, Indexed>,
+}
+
+/// The candidates of one name, of the kinds scanned for so far.
+#[derive(Debug, Default)]
+struct Indexed {
+    kinds: KindSet,
+    candidates: Vec<Candidate>,
+}
+
+/// The target kinds a local type of kind `kind` can match ([`kinds_core_compat`]).
+fn compatible_kinds(kind: Kind) -> KindSet {
+    match kind {
+        Kind::Enum | Kind::Enum64 => KindSet::EMPTY.with(Kind::Enum).with(Kind::Enum64),
+        other => KindSet::EMPTY.with(other),
+    }
+}
+
+/// Slot of a name in the two-byte prefix table; a one-byte name is filed under (byte, 0).
+fn prefix_slot(name: &[u8]) -> usize {
+    let first = name.first().copied().unwrap_or(0);
+    let second = if first == 0 {
+        0
+    } else {
+        name.get(1).copied().unwrap_or(0)
+    };
+    (usize::from(first) << 8) | usize::from(second)
 }
 
 impl CandidateIndex {
@@ -93,76 +119,85 @@ impl CandidateIndex {
         Self::default()
     }
 
-    /// Make sure every name in `names` (essential names) is indexed, scanning the targets once
-    /// for all names not indexed yet.
+    /// Make sure every `(essential name, local kind)` in `wanted` is indexed, scanning the
+    /// targets once for everything not indexed yet. Only types of the kinds asked for are
+    /// looked at, and most of those are rejected by the first two bytes of their name.
     pub fn ensure<'n>(
         &mut self,
         targets: &Targets<'_>,
-        names: impl IntoIterator<Item = &'n str>,
+        wanted: impl IntoIterator<Item = (&'n str, Kind)>,
     ) -> Result<()> {
-        let mut missing: HashMap<&str, ()> = HashMap::new();
-        for name in names {
-            if !self.by_name.contains_key(name) && !missing.contains_key(name) {
-                missing.try_reserve(1)?;
-                missing.insert(name, ());
+        let mut missing: HashMap<&str, KindSet> = HashMap::new();
+        for (name, kind) in wanted {
+            let kinds = compatible_kinds(kind);
+            let have = self.by_name.get(name).map_or(KindSet::EMPTY, |i| i.kinds);
+            if have.contains_all(kinds) {
+                continue;
             }
+            missing.try_reserve(1)?;
+            // A name rescanned for more kinds is rescanned for all of them, so that its list
+            // stays in search order.
+            let entry = missing.entry(name).or_insert(have);
+            *entry = entry.union(kinds);
         }
         if missing.is_empty() {
             return Ok(());
         }
-        // Most target types are rejected by the first two bytes of their name (a 64 Kibit
-        // table) before any name is scanned or hashed. A one-byte essential name ("a___x")
-        // is filed under (first byte, 0).
+        let mut scan_kinds = KindSet::EMPTY;
         let mut prefixes: Vec<u64> = fallible::vec_with_capacity(1024)?;
         prefixes.resize(1024, 0);
-        let slot = |p: [u8; 2]| (usize::from(p[0]) << 8) | usize::from(p[1]);
-        for name in missing.keys() {
-            let b = name.as_bytes();
-            let p = slot([
-                b.first().copied().unwrap_or(0),
-                b.get(1).copied().unwrap_or(0),
-            ]);
-            prefixes[p / 64] |= 1 << (p % 64);
+        for (name, kinds) in &missing {
+            scan_kinds = scan_kinds.union(*kinds);
+            let slot = prefix_slot(name.as_bytes());
+            prefixes[slot / 64] |= 1 << (slot % 64);
         }
-        let wanted = |p: usize| prefixes[p / 64] & (1 << (p % 64)) != 0;
+        let wanted_prefix = |slot: usize| prefixes[slot / 64] & (1 << (slot % 64)) != 0;
         let mut found: HashMap<&str, Vec<Candidate>> = HashMap::new();
         found.try_reserve(missing.len())?;
         for (source, btf) in targets.sources() {
             // The main BTF is searched from id 1 (through its base, if split), modules from
             // their first own id, as libbpf does.
             let base = btf.base().filter(|_| source == BtfSource::Main);
-            let headers = base
-                .into_iter()
-                .flat_map(|b| b.named_headers())
-                .chain(btf.named_headers());
-            for (id, kind, name) in headers {
-                let Some(kind) = kind else { continue };
-                let first = name.first().copied().unwrap_or(0);
-                let second = if first == 0 {
-                    0
-                } else {
-                    name.get(1).copied().unwrap_or(0)
-                };
-                if !wanted(slot([first, second])) && !wanted(slot([first, 0])) {
-                    continue;
-                }
-                let Some(end) = name.iter().position(|&b| b == 0) else {
-                    continue;
-                };
-                let Ok(name) = core::str::from_utf8(&name[..end]) else {
-                    continue;
-                };
-                if let Some((&key, ())) = missing.get_key_value(essential_name(name)) {
-                    // Capacity for every missing name was reserved above.
-                    let list = found.entry(key).or_default();
-                    fallible::push(list, Candidate { source, id, kind })?;
-                }
+            for scanned in base.into_iter().chain(Some(btf)) {
+                scanned.for_each_named_of(scan_kinds, |id, kind, name_off| {
+                    let Some(name) = scanned.string_tail(name_off) else {
+                        return Ok(());
+                    };
+                    let slot = prefix_slot(name);
+                    if !wanted_prefix(slot) && !wanted_prefix(slot & 0xff00) {
+                        return Ok(());
+                    }
+                    let Some(end) = name.iter().position(|&b| b == 0) else {
+                        return Ok(());
+                    };
+                    let Ok(name) = core::str::from_utf8(&name[..end]) else {
+                        return Ok(());
+                    };
+                    match missing.get_key_value(essential_name(name)) {
+                        Some((&key, kinds)) if kinds.contains(kind) => {
+                            // Capacity for every missing name was reserved above.
+                            let list = found.entry(key).or_default();
+                            fallible::push(list, Candidate { source, id, kind })
+                        }
+                        _ => Ok(()),
+                    }
+                })?;
             }
         }
+        // The scan visits types in no particular order; libbpf's is by source, then id.
+        for list in found.values_mut() {
+            list.sort_unstable();
+        }
         self.by_name.try_reserve(missing.len())?;
-        for (name, ()) in missing {
-            let list = found.remove(name).unwrap_or_default();
-            self.by_name.insert(fallible::to_string(name)?, list);
+        for (name, kinds) in missing {
+            let candidates = found.remove(name).unwrap_or_default();
+            let indexed = Indexed { kinds, candidates };
+            match self.by_name.get_mut(name) {
+                Some(old) => *old = indexed,
+                None => {
+                    self.by_name.insert(fallible::to_string(name)?, indexed);
+                }
+            }
         }
         Ok(())
     }
@@ -173,8 +208,7 @@ impl CandidateIndex {
         let all = self
             .by_name
             .get(essential_name(name))
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+            .map_or(&[][..], |i| i.candidates.as_slice());
         let compatible = |c: &&Candidate| kinds_core_compat(Some(c.kind), kind);
         let in_main = all
             .iter()

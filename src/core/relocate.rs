@@ -5,7 +5,7 @@
 use super::patch::{Patched, patch_insn};
 use super::spec::essential_name;
 use super::{CandidateCache, CandidateIndex, RelocKind, Resolved, Targets, resolve};
-use crate::btf::Btf;
+use crate::btf::{Btf, Kind};
 use crate::error::{Error, Result};
 use crate::fallible;
 use crate::object::{BpfObject, INSN_SIZE, Insn};
@@ -57,14 +57,17 @@ pub struct RelocatedObject<'o, 't> {
     pub sections: Vec<PatchedSection<'o>>,
 }
 
-/// The essential names of every type `obj`'s CO-RE records start from: what the candidate
-/// index must hold before its relocations can be resolved.
-pub fn local_type_names<'o>(obj: &BpfObject<'o>, local: &Btf<'o>) -> Result<Vec<&'o str>> {
+/// The essential name and kind of every named type `obj`'s CO-RE records start from: what the
+/// candidate index must hold before its relocations can be resolved.
+pub fn local_type_names<'o>(obj: &BpfObject<'o>, local: &Btf<'o>) -> Result<Vec<(&'o str, Kind)>> {
     let mut names = Vec::new();
     for section in obj.core_relo_sections(local) {
         for (_, rec) in section?.records.indexed() {
             let ty = local.type_by_id(rec.type_id)?;
-            fallible::push(&mut names, essential_name(local.name(ty.name_off)?))?;
+            let name = essential_name(local.name(ty.name_off)?);
+            if let (Some(kind), false) = (ty.kind(), name.is_empty()) {
+                fallible::push(&mut names, (name, kind))?;
+            }
         }
     }
     Ok(names)
