@@ -34,3 +34,45 @@ fn vmlinux_parses_and_round_trips() {
         assert_eq!(a.kind(), b.kind());
     }
 }
+
+/// The scan done by the parse's own pass finds exactly what a scan of the parsed BTF finds,
+/// and that is every type of the kinds asked for whose name was asked for.
+#[test]
+fn parse_filtered_finds_what_a_scan_finds() {
+    use btfgen::btf::{Kind, KindSet, NameFilter, Validation};
+    let Some(data) = vmlinux() else { return };
+    let mut filter = NameFilter::new().unwrap();
+    let structs = KindSet::EMPTY.with(Kind::Struct).with(Kind::Union);
+    for name in ["task_struct", "mm_struct", "file", "sk_buff", "a"] {
+        filter.add(name.as_bytes(), structs);
+    }
+    filter.add(b"pid_t", KindSet::EMPTY.with(Kind::Typedef));
+    for validation in [Validation::OnUse, Validation::Full] {
+        let (btf, ids) = Btf::parse_filtered(&data, None, validation, &filter).unwrap();
+        assert_eq!(ids, btf.filtered(&filter).unwrap());
+        let names: Vec<&str> = ids
+            .iter()
+            .map(|&id| btf.type_name(&btf.type_by_id(id).unwrap()).unwrap())
+            .collect();
+        for wanted in ["task_struct", "mm_struct", "file", "sk_buff", "pid_t"] {
+            assert!(names.contains(&wanted), "{wanted} not found");
+        }
+        // Nothing of another kind, and every struct or union of a wanted name is there.
+        let mut expected = Vec::new();
+        for id in 1..btf.type_cnt() {
+            let ty = btf.type_by_id(id).unwrap();
+            let name = btf.type_name(&ty).unwrap();
+            let kind = ty.kind().unwrap();
+            if ids.contains(&id) {
+                assert!(
+                    kind == Kind::Typedef || structs.contains(kind),
+                    "{name}: {kind:?}"
+                );
+            }
+            if structs.contains(kind) && ["task_struct", "file", "sk_buff"].contains(&name) {
+                expected.push(id);
+            }
+        }
+        assert!(expected.iter().all(|id| ids.contains(id)));
+    }
+}

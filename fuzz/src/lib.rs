@@ -63,9 +63,12 @@ pub fn exercise_btf(btf: &Btf<'_>) {
             let _ = btf.name(off);
         }
     }
-    let _ = btf
-        .named_types_of(btfgen::btf::KindSet::EMPTY.with(btfgen::btf::Kind::Struct))
-        .count();
+    if let Ok(mut filter) = btfgen::btf::NameFilter::new() {
+        let kinds = btfgen::btf::KindSet::EMPTY.with(btfgen::btf::Kind::Struct);
+        filter.add(b"task_struct", kinds);
+        filter.add(b"a", kinds);
+        let _ = btf.filtered(&filter);
+    }
     let _ = btf.long_type_id();
     let _ = btf.pointer_size();
     let mut out = String::new();

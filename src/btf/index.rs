@@ -101,11 +101,17 @@ pub(super) struct TypeIndex {
 
 impl TypeIndex {
     /// Index `types` (whose first record has id `start_id`), checking every record's kind and
-    /// bounds.
-    pub(super) fn build(types: &[u8], endian: Endianness, start_id: u32) -> Result<TypeIndex> {
+    /// bounds. Also returns, in order, the index of every record for which `keep(pos, info)`
+    /// holds: a scan done by the same walk.
+    pub(super) fn build(
+        types: &[u8],
+        endian: Endianness,
+        start_id: u32,
+        keep: impl Fn(usize, u32) -> bool,
+    ) -> Result<(TypeIndex, Vec<u32>)> {
         match endian {
-            Endianness::Little => build_in(types, LittleEndian, start_id),
-            Endianness::Big => build_in(types, BigEndian, start_id),
+            Endianness::Little => build_in(types, LittleEndian, start_id, keep),
+            Endianness::Big => build_in(types, BigEndian, start_id, keep),
         }
     }
 
@@ -185,16 +191,23 @@ impl TypeIndex {
     }
 }
 
-fn build_in<E: Endian>(types: &[u8], endian: E, start_id: u32) -> Result<TypeIndex> {
+type Built = (TypeIndex, Vec<u32>);
+
+fn build_in<E: Endian>(
+    types: &[u8],
+    endian: E,
+    start_id: u32,
+    keep: impl Fn(usize, u32) -> bool,
+) -> Result<Built> {
     if types.len() >= LANES_MIN_LEN
-        && let Some(index) = build_lanes(types, endian)?
+        && let Some(built) = build_lanes(types, endian, &keep)?
     {
-        if u64::from(start_id) + u64::from(index.count) > u64::from(MAX_TYPE_ID) + 1 {
+        if u64::from(start_id) + u64::from(built.0.count) > u64::from(MAX_TYPE_ID) + 1 {
             return Err(type_count_limit());
         }
-        return Ok(index);
+        return Ok(built);
     }
-    build_sequential(types, endian, start_id)
+    build_sequential(types, endian, start_id, keep)
 }
 
 fn type_count_limit() -> Error {
@@ -205,7 +218,13 @@ fn type_count_limit() -> Error {
 }
 
 /// The reference walk: one record after another, failing at the first bad one.
-fn build_sequential<E: Endian>(types: &[u8], endian: E, start_id: u32) -> Result<TypeIndex> {
+fn build_sequential<E: Endian>(
+    types: &[u8],
+    endian: E,
+    start_id: u32,
+    keep: impl Fn(usize, u32) -> bool,
+) -> Result<Built> {
+    let mut kept = Vec::new();
     let mut checkpoints =
         fallible::vec_with_capacity(types.len() / TYPE_HEADER_LEN / STRIDE as usize + 1)?;
     let mut pos = 0usize;
@@ -215,9 +234,12 @@ fn build_sequential<E: Endian>(types: &[u8], endian: E, start_id: u32) -> Result
         if id > MAX_TYPE_ID {
             return Err(type_count_limit());
         }
-        let Some((len, _)) = record_at(types, pos, endian) else {
+        let Some((len, info)) = record_at(types, pos, endian) else {
             return Err(bad_record(types, pos, endian, id));
         };
+        if keep(pos, info) {
+            fallible::push(&mut kept, count)?;
+        }
         if count % STRIDE == 0 {
             // Every record is at least 12 bytes: the capacity reserved above suffices.
             checkpoints.push(pos as u32);
@@ -234,11 +256,12 @@ fn build_sequential<E: Endian>(types: &[u8], endian: E, start_id: u32) -> Result
     let mut segments = heapless::Vec::new();
     // A fresh heapless::Vec has room for LANES entries.
     let _ = segments.push((0, 0));
-    Ok(TypeIndex {
+    let index = TypeIndex {
         checkpoints,
         segments,
         count,
-    })
+    };
+    Ok((index, kept))
 }
 
 /// Why the record at `pos` (with at least its info word in bounds) does not decode.
@@ -260,7 +283,11 @@ fn bad_record<E: Endian>(types: &[u8], pos: usize, endian: E, id: u32) -> Error 
 }
 
 /// The interleaved build; `None` when a lane start was not found or not proven.
-fn build_lanes<E: Endian>(types: &[u8], endian: E) -> Result<Option<TypeIndex>> {
+fn build_lanes<E: Endian>(
+    types: &[u8],
+    endian: E,
+    keep: impl Fn(usize, u32) -> bool,
+) -> Result<Option<Built>> {
     let mut starts = [0usize; LANES];
     for lane in 1..LANES {
         match lane_start(types, endian, types.len() * lane / LANES) {
@@ -271,11 +298,15 @@ fn build_lanes<E: Endian>(types: &[u8], endian: E) -> Result<Option<TypeIndex>> 
     let mut ends = [types.len(); LANES];
     ends[..LANES - 1].copy_from_slice(&starts[1..]);
     let mut lane_checkpoints: [Vec<u32>; LANES] = Default::default();
+    let mut lane_kept: [Vec<u32>; LANES] = Default::default();
     for (lane, checkpoints) in lane_checkpoints.iter_mut().enumerate() {
         let records = (ends[lane] - starts[lane]) / TYPE_HEADER_LEN;
         *checkpoints = fallible::vec_with_capacity(records / STRIDE as usize + 1)?;
     }
-    let walked = walk_lanes(types, endian, starts, ends, |lane, local, pos, _| {
+    let walked = walk_lanes(types, endian, starts, ends, |lane, local, pos, info| {
+        if keep(pos, info) {
+            fallible::push(&mut lane_kept[lane], local)?;
+        }
         if local % STRIDE == 0 {
             // Capacity for one checkpoint per STRIDE minimal records was reserved above.
             lane_checkpoints[lane].push(pos as u32);
@@ -287,19 +318,22 @@ fn build_lanes<E: Endian>(types: &[u8], endian: E) -> Result<Option<TypeIndex>> 
     };
     let total: usize = lane_checkpoints.iter().map(Vec::len).sum();
     let mut checkpoints = fallible::vec_with_capacity(total)?;
+    let mut kept = fallible::vec_with_capacity(lane_kept.iter().map(Vec::len).sum())?;
     let mut segments = heapless::Vec::new();
     let mut first = 0u32;
-    for (lane_checkpoints, count) in lane_checkpoints.iter().zip(counts) {
+    for lane in 0..LANES {
         // Room for LANES segments, one per lane.
         let _ = segments.push((first, checkpoints.len() as u32));
-        checkpoints.extend_from_slice(lane_checkpoints);
-        first = first.saturating_add(count);
+        checkpoints.extend_from_slice(&lane_checkpoints[lane]);
+        kept.extend(lane_kept[lane].iter().map(|local| first + local));
+        first = first.saturating_add(counts[lane]);
     }
-    Ok(Some(TypeIndex {
+    let index = TypeIndex {
         checkpoints,
         segments,
         count: first,
-    }))
+    };
+    Ok(Some((index, kept)))
 }
 
 /// A position at or after `from` from which [`PLAUSIBLE_RUN`] records decode as a valid BTF
@@ -400,7 +434,13 @@ mod tests {
     }
 
     fn check_index(types: &[u8], endian: Endianness, records: &[(usize, u32)]) -> TypeIndex {
-        let index = TypeIndex::build(types, endian, 1).unwrap();
+        // Keep every record whose kind is FUNC: the walk's scan must find exactly those.
+        let is_func = |info: u32| (info >> 24) & 0x1f == Kind::Func as u32;
+        let (index, kept) = TypeIndex::build(types, endian, 1, |_, info| is_func(info)).unwrap();
+        let funcs: Vec<u32> = (0..records.len() as u32)
+            .filter(|&i| is_func(records[i as usize].1))
+            .collect();
+        assert_eq!(kept, funcs);
         assert_eq!(index.len() as usize, records.len());
         for (i, &(pos, _)) in records.iter().enumerate() {
             assert_eq!(
@@ -452,7 +492,7 @@ mod tests {
             let mut bad = types.clone();
             let (pos, _) = records[at];
             bad[pos + 7] = 0; // kind 0 (UNKN)
-            let err = TypeIndex::build(&bad, endian, 1).unwrap_err();
+            let err = TypeIndex::build(&bad, endian, 1, |_, _| false).unwrap_err();
             let reason = "unknown kind";
             assert_eq!(
                 err,
@@ -465,7 +505,7 @@ mod tests {
         }
         let truncated = &types[..types.len() - 4];
         let (last, _) = records[records.len() - 1];
-        let err = TypeIndex::build(truncated, endian, 1).unwrap_err();
+        let err = TypeIndex::build(truncated, endian, 1, |_, _| false).unwrap_err();
         let expected = match types.len() - 4 - last {
             n if n < 8 => Error::Truncated {
                 what: "BTF type header",

@@ -5,6 +5,7 @@
 //! so parsing the 5 MiB kernel BTF is one pass over its type headers and a 60 KiB allocation.
 
 pub mod dump;
+mod filter;
 mod index;
 pub mod kind;
 mod parse;
@@ -12,6 +13,7 @@ mod types;
 mod validate;
 pub mod write;
 
+pub use filter::NameFilter;
 pub use kind::{Kind, KindSet};
 pub use object::endian::Endianness;
 pub use types::{
@@ -20,6 +22,7 @@ pub use types::{
 };
 
 use crate::error::{Error, Result};
+use crate::fallible;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use index::TypeIndex;
@@ -76,18 +79,18 @@ pub enum Validation {
 impl<'a> Btf<'a> {
     /// Parse and validate a raw base BTF blob (e.g. `/sys/kernel/btf/vmlinux`).
     pub fn parse(data: &'a [u8]) -> Result<Btf<'a>> {
-        parse::parse(data, None, Validation::Full)
+        Ok(parse::parse(data, None, Validation::Full, None)?.0)
     }
 
     /// Parse and validate a raw split BTF blob (e.g. `/sys/kernel/btf/<module>`) on `base`.
     pub fn parse_split(data: &'a [u8], base: &'a Btf<'a>) -> Result<Btf<'a>> {
-        parse::parse(data, Some(base), Validation::Full)
+        Ok(parse::parse(data, Some(base), Validation::Full, None)?.0)
     }
 
     /// Parse raw BTF, or the `.BTF` section when `data` is an ELF file (vmlinux image, `.ko`,
     /// BPF object), optionally split on `base`.
     pub fn parse_raw_or_elf(data: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf<'a>> {
-        parse::parse(parse::btf_bytes(data)?, base, Validation::Full)
+        Ok(parse::parse(parse::btf_bytes(data)?, base, Validation::Full, None)?.0)
     }
 
     /// Like [`Btf::parse_raw_or_elf`], with the given validation.
@@ -96,7 +99,19 @@ impl<'a> Btf<'a> {
         base: Option<&'a Btf<'a>>,
         validation: Validation,
     ) -> Result<Btf<'a>> {
-        parse::parse(parse::btf_bytes(data)?, base, validation)
+        Ok(parse::parse(parse::btf_bytes(data)?, base, validation, None)?.0)
+    }
+
+    /// Like [`Btf::parse_with`], also returning, in id order, the ids of the types this BTF
+    /// defines itself that `filter` lets through (as [`Btf::filtered`] would), found by the
+    /// parse's own pass over the types.
+    pub fn parse_filtered(
+        data: &'a [u8],
+        base: Option<&'a Btf<'a>>,
+        validation: Validation,
+        filter: &NameFilter,
+    ) -> Result<(Btf<'a>, Vec<u32>)> {
+        parse::parse(parse::btf_bytes(data)?, base, validation, Some(filter))
     }
 
     /// The base BTF of a split BTF.
@@ -181,37 +196,31 @@ impl<'a> Btf<'a> {
         })
     }
 
-    /// Call `visit(id, kind, name_off)` for every named type this BTF defines itself whose kind
-    /// is in `kinds`, in no particular order, read from the headers alone: the fast path for
-    /// whole-BTF scans, which never touches the names of types of other kinds.
-    pub fn for_each_named_of(
-        &self,
-        kinds: KindSet,
-        mut visit: impl FnMut(u32, Kind, u32) -> Result<()>,
-    ) -> Result<()> {
-        let (types, endian, start_id) = (self.types, self.endian, self.start_id);
-        // Kept out of the walk's loop, which only tests the kind (most types are rejected).
-        #[inline(never)]
-        fn named<F: FnMut(u32, Kind, u32) -> Result<()>>(
-            visit: &mut F,
-            id: u32,
-            name_off: u32,
-            raw_kind: u32,
-        ) -> Result<()> {
-            match Kind::from_raw(raw_kind) {
-                Some(kind) if name_off != 0 => visit(id, kind, name_off),
-                _ => Ok(()),
-            }
-        }
+    /// The ids of the named types this BTF defines itself that `filter` lets through, in id
+    /// order, read from the headers alone: the fast path for whole-BTF scans, which never
+    /// touches the names of types of other kinds.
+    pub fn filtered(&self, filter: &NameFilter) -> Result<Vec<u32>> {
+        let mut ids = Vec::new();
         self.index
-            .for_each_record(types, endian, |index, pos, info| {
-                let raw_kind = (info >> 24) & 0x1f;
-                if !kinds.contains_raw(raw_kind) {
-                    return Ok(());
+            .for_each_record(self.types, self.endian, |index, pos, info| {
+                if self.passes(filter, pos, info) {
+                    fallible::push(&mut ids, self.start_id + index)?;
                 }
-                let name_off = parse::read_u32(types, pos, endian).unwrap_or(0);
-                named(&mut visit, start_id + index, name_off, raw_kind)
-            })
+                Ok(())
+            })?;
+        // The walk visits types in no particular order.
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Whether the record at `pos` (with `info`) is a named type `filter` lets through.
+    #[inline]
+    fn passes(&self, filter: &NameFilter, pos: usize, info: u32) -> bool {
+        filter.kinds().contains_raw((info >> 24) & 0x1f)
+            && parse::read_u32(self.types, pos, self.endian)
+                .filter(|&name_off| name_off != 0)
+                .and_then(|name_off| self.string_tail(name_off))
+                .is_some_and(|name| filter.accepts_name(name))
     }
 
     /// Byte offset in the type section of own type `id` (`id >= start_id`).

@@ -3,7 +3,7 @@
 
 use super::index::{TYPE_HEADER_LEN, TypeIndex};
 use super::types::{Array, Composite, Datasec, Enum, FuncProto, Records, Type, TypeKind};
-use super::{Btf, Kind, MAGIC, MAX_NAME_OFFSET, Validation};
+use super::{Btf, Kind, MAGIC, MAX_NAME_OFFSET, NameFilter, Validation};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
@@ -96,7 +96,8 @@ pub(super) fn parse<'a>(
     data: &'a [u8],
     base: Option<&'a Btf<'a>>,
     validation: Validation,
-) -> Result<Btf<'a>> {
+    filter: Option<&NameFilter>,
+) -> Result<(Btf<'a>, Vec<u32>)> {
     let header = parse_header(data)?;
     if let Some(base) = base
         && base.endian() != header.endian
@@ -119,17 +120,24 @@ pub(super) fn parse<'a>(
             limit: MAX_NAME_OFFSET as usize,
         });
     }
-    let index = TypeIndex::build(types, header.endian, start_id)?;
-    let words = (index.len() as usize).div_ceil(64);
-    let mut btf = Btf {
+    // The BTF without its index yet: enough to read names while the index is built.
+    let unindexed = Btf {
         base,
         endian: header.endian,
         types,
         strings,
-        index,
+        index: TypeIndex::default(),
         start_id,
         start_str_off,
         long_type: None,
+        validated: Vec::new(),
+    };
+    let (index, kept) = TypeIndex::build(types, header.endian, start_id, |pos, info| {
+        filter.is_some_and(|filter| unindexed.passes(filter, pos, info))
+    })?;
+    let words = (index.len() as usize).div_ceil(64);
+    let mut btf = Btf {
+        index,
         validated: match validation {
             Validation::Full => Vec::new(),
             Validation::OnUse => {
@@ -138,12 +146,14 @@ pub(super) fn parse<'a>(
                 bits
             }
         },
+        ..unindexed
     };
     btf.long_type = match validation {
         Validation::Full => super::validate::validate(&btf)?,
         Validation::OnUse => super::validate::find_long_type(&btf)?,
     };
-    Ok(btf)
+    let kept = kept.into_iter().map(|index| start_id + index).collect();
+    Ok((btf, kept))
 }
 
 /// The string section must start with a NUL (base BTF) and end with a NUL; with full

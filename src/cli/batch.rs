@@ -16,7 +16,8 @@
 
 use super::{CliError, CliResult, context, parse_target, read_file, write_atomic};
 use btfgen::btf::Btf;
-use btfgen::core::Targets;
+use btfgen::core::relocate::local_type_names;
+use btfgen::core::{BtfSource, CandidateIndex, Targets};
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
 use std::cell::Cell;
@@ -336,12 +337,21 @@ fn minimize(
     } else {
         input
     };
-    // Parsed as min-core-btf parses its INPUT, so that the outputs are the same.
-    let btf = parse_target(data, None, &name.to_string())?;
-    let mut info = RelocInfo::new(Targets::new(&btf));
-    let all: Vec<_> = objects.iter().map(|o| (&o.object, &o.btf)).collect();
-    info.prepare(&all)
-        .map_err(context(format!("{name}: indexing candidates")))?;
+    // Parsed and indexed as min-core-btf parses its INPUT (candidates found by the parse's
+    // own pass), so that the outputs are the same.
+    let indexing = || context(format!("{name}: indexing candidates"));
+    let mut wanted = Vec::new();
+    for o in objects {
+        wanted.extend(local_type_names(&o.object, &o.btf).map_err(context(o.name))?);
+    }
+    let mut index = CandidateIndex::new();
+    let plan = index.plan(wanted).map_err(indexing())?;
+    let (btf, ids) = parse_target(data, None, &name.to_string(), Some(plan.filter()))?;
+    let targets = Targets::new(&btf);
+    index
+        .absorb(&plan, &targets, &[(BtfSource::Main, &ids)])
+        .map_err(indexing())?;
+    let mut info = RelocInfo::with_index(targets, index);
     for o in objects {
         info.add_object(o.name, &o.object, &o.btf)
             .map_err(context(format!("{name}: {}", o.name)))?;

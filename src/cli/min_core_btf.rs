@@ -4,7 +4,8 @@
 
 use super::{CliError, CliResult, TargetFiles, context, read_file, write_atomic};
 use btfgen::btf::Btf;
-use btfgen::core::Targets;
+use btfgen::core::CandidateIndex;
+use btfgen::core::relocate::local_type_names;
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
 use std::path::{Path, PathBuf};
@@ -82,19 +83,8 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
         TargetFiles::read(&input, args.base_btf.as_deref(), &args.module_btf)?
     };
     let input_bytes = files.input_len();
-    files.with_targets(|targets| minimize(args, targets, &objects, &output, input_bytes, started))
-}
-
-fn minimize(
-    args: &MinCoreBtfArgs,
-    targets: &Targets<'_>,
-    objects: &[(String, Vec<u8>)],
-    output: &Path,
-    input_bytes: usize,
-    started: Instant,
-) -> CliResult<ExitCode> {
     let mut parsed = Vec::new();
-    for (name, data) in objects {
+    for (name, data) in &objects {
         let obj = BpfObject::parse(data).map_err(context(name))?;
         let btf_bytes = obj
             .btf_bytes()
@@ -102,10 +92,32 @@ fn minimize(
         let local = Btf::parse(btf_bytes).map_err(context(format!("{name}: .BTF")))?;
         parsed.push((name, obj, local));
     }
-    let mut info = RelocInfo::new(targets.clone());
-    let all: Vec<_> = parsed.iter().map(|(_, obj, local)| (obj, local)).collect();
-    info.prepare(&all).map_err(context("indexing candidates"))?;
+    // The objects' type names are known before the targets are parsed, so each target's parse
+    // finds their candidates in the same pass.
+    let mut wanted = Vec::new();
     for (name, obj, local) in &parsed {
+        wanted.extend(local_type_names(obj, local).map_err(context(name))?);
+    }
+    let mut index = CandidateIndex::new();
+    let plan = index.plan(wanted).map_err(context("indexing candidates"))?;
+    files.with_targets(Some(plan.filter()), |targets, found| {
+        index
+            .absorb(&plan, targets, found)
+            .map_err(context("indexing candidates"))?;
+        let info = RelocInfo::with_index(targets.clone(), index);
+        minimize(args, info, &parsed, &output, input_bytes, started)
+    })
+}
+
+fn minimize(
+    args: &MinCoreBtfArgs,
+    mut info: RelocInfo<'_>,
+    parsed: &[(&String, BpfObject<'_>, Btf<'_>)],
+    output: &Path,
+    input_bytes: usize,
+    started: Instant,
+) -> CliResult<ExitCode> {
+    for (name, obj, local) in parsed {
         info.add_object(name, obj, local).map_err(context(name))?;
     }
     let minimized = info.to_btf().map_err(context("emitting minimized BTF"))?;
@@ -116,6 +128,7 @@ fn minimize(
         print!("{text}");
     }
     let stats = info.stats();
+    let targets = info.targets();
     let source_types = targets.main().type_cnt() - 1
         + (0..targets.module_count())
             .map(|i| {

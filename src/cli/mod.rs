@@ -6,8 +6,8 @@ pub mod input;
 pub mod min_core_btf;
 pub mod relocate;
 
-use btfgen::btf::{Btf, Validation};
-use btfgen::core::Targets;
+use btfgen::btf::{Btf, NameFilter, Validation};
+use btfgen::core::{BtfSource, Targets};
 use btfgen::fs::Durability;
 use input::Input;
 use std::fmt;
@@ -79,28 +79,50 @@ impl TargetFiles {
 
     /// Parse every BTF, then run `f` on the resulting targets. Targets are validated on use
     /// (a run reads a few hundred of a kernel's ~100k types); the minimized output is
-    /// validated in full by the library.
-    pub fn with_targets<T>(&self, f: impl FnOnce(&Targets<'_>) -> CliResult<T>) -> CliResult<T> {
+    /// validated in full by the library. With a `filter`, each parse also scans its BTF with
+    /// it, and `f` gets what each let through, in libbpf's search order
+    /// ([`btfgen::core::CandidateIndex::absorb`]).
+    pub fn with_targets<T>(
+        &self,
+        filter: Option<&NameFilter>,
+        f: impl FnOnce(&Targets<'_>, &[(BtfSource, &[u32])]) -> CliResult<T>,
+    ) -> CliResult<T> {
         let base = match &self.base {
-            Some((name, data)) => Some(parse_target(data, None, name)?),
+            Some((name, data)) => Some(parse_target(data, None, name, filter)?),
             None => None,
         };
         let (main_name, main_data) = &self.main;
-        let main = parse_target(main_data, base.as_ref(), main_name)?;
+        let main = parse_target(main_data, base.as_ref().map(|b| &b.0), main_name, filter)?;
         let modules = self
             .modules
             .iter()
-            .map(|(name, data)| parse_target(data, Some(&main), name))
+            .map(|(name, data)| parse_target(data, Some(&main.0), name, filter))
             .collect::<CliResult<Vec<_>>>()?;
-        let mut targets = Targets::new(&main);
-        for module in &modules {
-            targets.add_module(module).map_err(context("module BTF"))?;
+        let mut targets = Targets::new(&main.0);
+        let mut found = Vec::new();
+        if let Some((_, ids)) = &base {
+            found.push((BtfSource::Main, &ids[..]));
         }
-        f(&targets)
+        found.push((BtfSource::Main, &main.1[..]));
+        for (i, (module, ids)) in modules.iter().enumerate() {
+            targets.add_module(module).map_err(context("module BTF"))?;
+            found.push((BtfSource::Module(i as u16), &ids[..]));
+        }
+        f(&targets, &found)
     }
 }
 
-/// Parse a target BTF (raw or ELF), validated on use.
-fn parse_target<'a>(data: &'a [u8], base: Option<&'a Btf<'a>>, name: &str) -> CliResult<Btf<'a>> {
-    Btf::parse_with(data, base, Validation::OnUse).map_err(context(name))
+/// Parse a target BTF (raw or ELF), validated on use; with a filter, also the ids of its own
+/// types the filter lets through.
+fn parse_target<'a>(
+    data: &'a [u8],
+    base: Option<&'a Btf<'a>>,
+    name: &str,
+    filter: Option<&NameFilter>,
+) -> CliResult<(Btf<'a>, Vec<u32>)> {
+    match filter {
+        Some(filter) => Btf::parse_filtered(data, base, Validation::OnUse, filter),
+        None => Btf::parse_with(data, base, Validation::OnUse).map(|btf| (btf, Vec::new())),
+    }
+    .map_err(context(name))
 }

@@ -195,7 +195,7 @@ fn print_records(
 /// Run `btfgen relocate`.
 pub fn run(args: &RelocateArgs) -> CliResult<ExitCode> {
     let files = TargetFiles::read(&args.btf, args.base_btf.as_deref(), &args.module_btf)?;
-    files.with_targets(|targets| relocate_all(args, targets))
+    files.with_targets(None, |targets, _| relocate_all(args, targets))
 }
 
 fn relocate_all(args: &RelocateArgs, targets: &Targets<'_>) -> CliResult<ExitCode> {

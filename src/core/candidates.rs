@@ -4,7 +4,7 @@
 
 use super::matching::kinds_core_compat;
 use super::spec::essential_name;
-use crate::btf::{Btf, Kind, KindSet};
+use crate::btf::{Btf, Kind, KindSet, NameFilter};
 use crate::error::Result;
 use crate::fallible;
 use alloc::string::String;
@@ -102,15 +102,25 @@ fn compatible_kinds(kind: Kind) -> KindSet {
     }
 }
 
-/// Slot of a name in the two-byte prefix table; a one-byte name is filed under (byte, 0).
-fn prefix_slot(name: &[u8]) -> usize {
-    let first = name.first().copied().unwrap_or(0);
-    let second = if first == 0 {
-        0
-    } else {
-        name.get(1).copied().unwrap_or(0)
-    };
-    (usize::from(first) << 8) | usize::from(second)
+/// What an index still needs: names with the kinds wanted of them, and the filter that lets
+/// their candidates through a scan. From [`CandidateIndex::plan`], for
+/// [`CandidateIndex::absorb`].
+#[derive(Debug)]
+pub struct ScanPlan<'n> {
+    missing: HashMap<&'n str, KindSet>,
+    filter: NameFilter,
+}
+
+impl ScanPlan<'_> {
+    /// The filter to scan each target BTF with ([`Btf::filtered`], [`Btf::parse_filtered`]).
+    pub fn filter(&self) -> &NameFilter {
+        &self.filter
+    }
+
+    /// Whether everything asked for is indexed already.
+    pub fn is_empty(&self) -> bool {
+        self.missing.is_empty()
+    }
 }
 
 impl CandidateIndex {
@@ -119,14 +129,12 @@ impl CandidateIndex {
         Self::default()
     }
 
-    /// Make sure every `(essential name, local kind)` in `wanted` is indexed, scanning the
-    /// targets once for everything not indexed yet. Only types of the kinds asked for are
-    /// looked at, and most of those are rejected by the first two bytes of their name.
-    pub fn ensure<'n>(
-        &mut self,
-        targets: &Targets<'_>,
+    /// What scanning the targets must find for every `(essential name, local kind)` in
+    /// `wanted` to be indexed.
+    pub fn plan<'n>(
+        &self,
         wanted: impl IntoIterator<Item = (&'n str, Kind)>,
-    ) -> Result<()> {
+    ) -> Result<ScanPlan<'n>> {
         let mut missing: HashMap<&str, KindSet> = HashMap::new();
         for (name, kind) in wanted {
             let kinds = compatible_kinds(kind);
@@ -140,57 +148,47 @@ impl CandidateIndex {
             let entry = missing.entry(name).or_insert(have);
             *entry = entry.union(kinds);
         }
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let mut scan_kinds = KindSet::EMPTY;
-        let mut prefixes: Vec<u64> = fallible::vec_with_capacity(1024)?;
-        prefixes.resize(1024, 0);
+        let mut filter = NameFilter::new()?;
         for (name, kinds) in &missing {
-            scan_kinds = scan_kinds.union(*kinds);
-            let slot = prefix_slot(name.as_bytes());
-            prefixes[slot / 64] |= 1 << (slot % 64);
+            filter.add(name.as_bytes(), *kinds);
         }
-        let wanted_prefix = |slot: usize| prefixes[slot / 64] & (1 << (slot % 64)) != 0;
-        let mut found: HashMap<&str, Vec<Candidate>> = HashMap::new();
-        found.try_reserve(missing.len())?;
-        for (source, btf) in targets.sources() {
-            // The main BTF is searched from id 1 (through its base, if split), modules from
-            // their first own id, as libbpf does.
-            let base = btf.base().filter(|_| source == BtfSource::Main);
-            for scanned in base.into_iter().chain(Some(btf)) {
-                scanned.for_each_named_of(scan_kinds, |id, kind, name_off| {
-                    let Some(name) = scanned.string_tail(name_off) else {
-                        return Ok(());
-                    };
-                    let slot = prefix_slot(name);
-                    if !wanted_prefix(slot) && !wanted_prefix(slot & 0xff00) {
-                        return Ok(());
-                    }
-                    let Some(end) = name.iter().position(|&b| b == 0) else {
-                        return Ok(());
-                    };
-                    let Ok(name) = core::str::from_utf8(&name[..end]) else {
-                        return Ok(());
-                    };
-                    match missing.get_key_value(essential_name(name)) {
-                        Some((&key, kinds)) if kinds.contains(kind) => {
-                            // Capacity for every missing name was reserved above.
-                            let list = found.entry(key).or_default();
-                            fallible::push(list, Candidate { source, id, kind })
-                        }
-                        _ => Ok(()),
-                    }
-                })?;
+        Ok(ScanPlan { missing, filter })
+    }
+
+    /// Index `plan`'s names from what scanning the targets with its filter let through:
+    /// `found` lists, for each target BTF in libbpf's search order (the main BTF's base if it
+    /// is split, the main BTF, then each module), its source and the ids, in id order.
+    pub fn absorb(
+        &mut self,
+        plan: &ScanPlan<'_>,
+        targets: &Targets<'_>,
+        found: &[(BtfSource, &[u32])],
+    ) -> Result<()> {
+        let missing = &plan.missing;
+        let mut lists: HashMap<&str, Vec<Candidate>> = HashMap::new();
+        lists.try_reserve(missing.len())?;
+        for &(source, ids) in found {
+            let btf = targets.btf(source);
+            for &id in ids {
+                let (name_off, Some(kind)) = btf.name_off_and_kind(id)? else {
+                    continue;
+                };
+                // A name that is not UTF-8 is nobody's candidate.
+                let Ok(name) = btf.name(name_off) else {
+                    continue;
+                };
+                if let Some((&key, kinds)) = missing.get_key_value(essential_name(name))
+                    && kinds.contains(kind)
+                {
+                    // Capacity for every missing name was reserved above.
+                    let list = lists.entry(key).or_default();
+                    fallible::push(list, Candidate { source, id, kind })?;
+                }
             }
         }
-        // The scan visits types in no particular order; libbpf's is by source, then id.
-        for list in found.values_mut() {
-            list.sort_unstable();
-        }
         self.by_name.try_reserve(missing.len())?;
-        for (name, kinds) in missing {
-            let candidates = found.remove(name).unwrap_or_default();
+        for (&name, &kinds) in missing {
+            let candidates = lists.remove(name).unwrap_or_default();
             let indexed = Indexed { kinds, candidates };
             match self.by_name.get_mut(name) {
                 Some(old) => *old = indexed,
@@ -200,6 +198,31 @@ impl CandidateIndex {
             }
         }
         Ok(())
+    }
+
+    /// Make sure every `(essential name, local kind)` in `wanted` is indexed, scanning the
+    /// targets once for everything not indexed yet.
+    pub fn ensure<'n>(
+        &mut self,
+        targets: &Targets<'_>,
+        wanted: impl IntoIterator<Item = (&'n str, Kind)>,
+    ) -> Result<()> {
+        let plan = self.plan(wanted)?;
+        if plan.is_empty() {
+            return Ok(());
+        }
+        let mut found = Vec::new();
+        for (source, btf) in targets.sources() {
+            // The main BTF is searched from id 1 (through its base, if split), modules from
+            // their first own id, as libbpf does.
+            let base = btf.base().filter(|_| source == BtfSource::Main);
+            for scanned in base.into_iter().chain(Some(btf)) {
+                fallible::push(&mut found, (source, scanned.filtered(plan.filter())?))?;
+            }
+        }
+        let mut slices = fallible::vec_with_capacity(found.len())?;
+        slices.extend(found.iter().map(|(source, ids)| (*source, &ids[..])));
+        self.absorb(&plan, targets, &slices)
     }
 
     /// Candidates for a local type named `name` of kind `kind`: main-BTF candidates if there

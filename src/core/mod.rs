@@ -15,7 +15,7 @@ pub mod relocate;
 pub mod spec;
 
 pub use calc::Resolution;
-pub use candidates::{BtfSource, Candidate, CandidateIndex, Targets};
+pub use candidates::{BtfSource, Candidate, CandidateIndex, ScanPlan, Targets};
 pub use spec::Spec;
 
 use crate::btf::Btf;

@@ -72,6 +72,16 @@ impl<'t> RelocInfo<'t> {
         }
     }
 
+    /// Start with nothing recorded against `targets`, with candidates already indexed (see
+    /// [`CandidateIndex::absorb`]: a caller that parses the targets itself can index them by
+    /// the same pass, instead of [`RelocInfo::prepare`]'s second one).
+    pub fn with_index(targets: Targets<'t>, index: CandidateIndex) -> Self {
+        RelocInfo {
+            index,
+            ..RelocInfo::new(targets)
+        }
+    }
+
     /// The target BTFs.
     pub fn targets(&self) -> &Targets<'t> {
         &self.targets
