@@ -33,8 +33,8 @@
 # single process of the loop (bpftool or xz), not a sum. The output of every command goes to
 # /dev/null; cleanup between batch rounds is not timed.
 #
-# Environment: BTFGEN (binary; default: cargo build --release, then target/release/btfgen or
-# $CARGO_TARGET_DIR/release/btfgen), BPFTOOL (default bpftool), ROUNDS (15), BATCH_ROUNDS (5),
+# Environment: BTFGEN (binary; default: `make cli`, the statically linked release build,
+# target/static/release/btfgen), BPFTOOL (default bpftool), ROUNDS (15), BATCH_ROUNDS (5),
 # OBJECTS (24), COUNT (kernels per tree, 60), TREE_DIR (where the trees are kept between runs,
 # default /var/tmp/btfgen-bench-trees), BTF_CACHE (see make-btf-tree.sh).
 # Needs: bpftool, python3; for (d)/(e) what make-btf-tree.sh needs.
@@ -64,8 +64,8 @@ if [[ ! -r $vmlinux ]]; then
     exit 0
 fi
 if [[ -z ${BTFGEN:-} ]]; then
-    cargo build --release --quiet --bin btfgen
-    BTFGEN=${CARGO_TARGET_DIR:-target}/release/btfgen
+    make --quiet cli >&2
+    BTFGEN=target/static/release/btfgen
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/btfgen-compare.XXXXXX")
