@@ -13,7 +13,7 @@
 //!   exactly there; if any is not, or any lane meets an invalid record, the section is walked
 //!   again from the start alone, which also finds the exact first error.
 
-use super::{Endianness, MAX_TYPE_ID};
+use super::{Endianness, KindSet, MAX_TYPE_ID};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
@@ -21,7 +21,7 @@ use object::endian::{BigEndian, Endian, LittleEndian};
 
 /// One checkpoint per this many records.
 pub(super) const STRIDE: u32 = 8;
-/// Chains walked at once.
+/// Chains walked at once ([`walk_lanes`] is written out for four).
 const LANES: usize = 4;
 /// Below this section size a single walk is cheap enough.
 const LANES_MIN_LEN: usize = 64 * 1024;
@@ -86,6 +86,20 @@ pub(super) fn record_at<E: Endian>(types: &[u8], pos: usize, endian: E) -> Optio
     (types.len() - pos >= len).then_some((len, info))
 }
 
+/// Which records a build also picks out: those of `kinds` (a bit test in the walk's loop) for
+/// which `test(pos, info)` holds (called for those kinds only).
+pub(super) struct Keep<F> {
+    pub(super) kinds: KindSet,
+    pub(super) test: F,
+}
+
+impl<F: Fn(usize, u32) -> bool> Keep<F> {
+    #[inline(always)]
+    fn keeps(&self, pos: usize, info: u32) -> bool {
+        self.kinds.contains_raw((info >> 24) & 0x1f) && (self.test)(pos, info)
+    }
+}
+
 /// Offsets of every [`STRIDE`]-th record of the type section.
 #[derive(Debug, Default)]
 pub(super) struct TypeIndex {
@@ -101,13 +115,13 @@ pub(super) struct TypeIndex {
 
 impl TypeIndex {
     /// Index `types` (whose first record has id `start_id`), checking every record's kind and
-    /// bounds. Also returns, in order, the index of every record for which `keep(pos, info)`
-    /// holds: a scan done by the same walk.
-    pub(super) fn build(
+    /// bounds. Also returns, in order, the index of every record `keep` keeps: a scan done by
+    /// the same walk.
+    pub(super) fn build<F: Fn(usize, u32) -> bool>(
         types: &[u8],
         endian: Endianness,
         start_id: u32,
-        keep: impl Fn(usize, u32) -> bool,
+        keep: &Keep<F>,
     ) -> Result<(TypeIndex, Vec<u32>)> {
         match endian {
             Endianness::Little => build_in(types, LittleEndian, start_id, keep),
@@ -193,14 +207,14 @@ impl TypeIndex {
 
 type Built = (TypeIndex, Vec<u32>);
 
-fn build_in<E: Endian>(
+fn build_in<E: Endian, F: Fn(usize, u32) -> bool>(
     types: &[u8],
     endian: E,
     start_id: u32,
-    keep: impl Fn(usize, u32) -> bool,
+    keep: &Keep<F>,
 ) -> Result<Built> {
     if types.len() >= LANES_MIN_LEN
-        && let Some(built) = build_lanes(types, endian, &keep)?
+        && let Some(built) = build_lanes(types, endian, keep)?
     {
         if u64::from(start_id) + u64::from(built.0.count) > u64::from(MAX_TYPE_ID) + 1 {
             return Err(type_count_limit());
@@ -218,11 +232,11 @@ fn type_count_limit() -> Error {
 }
 
 /// The reference walk: one record after another, failing at the first bad one.
-fn build_sequential<E: Endian>(
+fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
     types: &[u8],
     endian: E,
     start_id: u32,
-    keep: impl Fn(usize, u32) -> bool,
+    keep: &Keep<F>,
 ) -> Result<Built> {
     let mut kept = Vec::new();
     let mut checkpoints =
@@ -237,7 +251,7 @@ fn build_sequential<E: Endian>(
         let Some((len, info)) = record_at(types, pos, endian) else {
             return Err(bad_record(types, pos, endian, id));
         };
-        if keep(pos, info) {
+        if keep.keeps(pos, info) {
             fallible::push(&mut kept, count)?;
         }
         if count % STRIDE == 0 {
@@ -283,10 +297,10 @@ fn bad_record<E: Endian>(types: &[u8], pos: usize, endian: E, id: u32) -> Error 
 }
 
 /// The interleaved build; `None` when a lane start was not found or not proven.
-fn build_lanes<E: Endian>(
+fn build_lanes<E: Endian, F: Fn(usize, u32) -> bool>(
     types: &[u8],
     endian: E,
-    keep: impl Fn(usize, u32) -> bool,
+    keep: &Keep<F>,
 ) -> Result<Option<Built>> {
     let mut starts = [0usize; LANES];
     for lane in 1..LANES {
@@ -304,7 +318,7 @@ fn build_lanes<E: Endian>(
         *checkpoints = fallible::vec_with_capacity(records / STRIDE as usize + 1)?;
     }
     let walked = walk_lanes(types, endian, starts, ends, |lane, local, pos, info| {
-        if keep(pos, info) {
+        if keep.keeps(pos, info) {
             fallible::push(&mut lane_kept[lane], local)?;
         }
         if local % STRIDE == 0 {
@@ -372,26 +386,35 @@ fn walk_lanes<E: Endian>(
     ends: [usize; LANES],
     mut visit: impl FnMut(usize, u32, usize, u32) -> Result<()>,
 ) -> Result<Option<[u32; LANES]>> {
-    let mut pos = starts;
-    let mut counts = [0u32; LANES];
-    loop {
-        let mut active = false;
-        for lane in 0..LANES {
-            if pos[lane] < ends[lane] {
-                active = true;
-                let Some((len, info)) = record_at(types, pos[lane], endian) else {
+    // Each lane's position and count in its own variable (an array indexed in a loop stays in
+    // memory, and its store-to-load round trips serialize the lanes).
+    let [mut p0, mut p1, mut p2, mut p3] = starts;
+    let [e0, e1, e2, e3] = ends;
+    let [mut n0, mut n1, mut n2, mut n3] = [0u32; LANES];
+    macro_rules! step {
+        ($lane:literal, $pos:ident, $end:ident, $count:ident, $active:ident) => {
+            if $pos < $end {
+                $active = true;
+                let Some((len, info)) = record_at(types, $pos, endian) else {
                     return Ok(None);
                 };
-                visit(lane, counts[lane], pos[lane], info)?;
-                pos[lane] += len;
-                counts[lane] += 1;
+                visit($lane, $count, $pos, info)?;
+                $pos += len;
+                $count += 1;
             }
-        }
+        };
+    }
+    loop {
+        let mut active = false;
+        step!(0, p0, e0, n0, active);
+        step!(1, p1, e1, n1, active);
+        step!(2, p2, e2, n2, active);
+        step!(3, p3, e3, n3, active);
         if !active {
             break;
         }
     }
-    Ok((pos == ends).then_some(counts))
+    Ok(([p0, p1, p2, p3] == ends).then_some([n0, n1, n2, n3]))
 }
 
 #[cfg(test)]
@@ -399,6 +422,11 @@ mod tests {
     use super::*;
     use crate::btf::Kind;
     use alloc::vec;
+
+    const NOTHING: Keep<fn(usize, u32) -> bool> = Keep {
+        kinds: KindSet::EMPTY,
+        test: |_, _| false,
+    };
 
     /// A type section of `count` pseudo-random valid records (seeded), and each record's
     /// offset and info word.
@@ -436,7 +464,11 @@ mod tests {
     fn check_index(types: &[u8], endian: Endianness, records: &[(usize, u32)]) -> TypeIndex {
         // Keep every record whose kind is FUNC: the walk's scan must find exactly those.
         let is_func = |info: u32| (info >> 24) & 0x1f == Kind::Func as u32;
-        let (index, kept) = TypeIndex::build(types, endian, 1, |_, info| is_func(info)).unwrap();
+        let keep = Keep {
+            kinds: KindSet::EMPTY.with(Kind::Func).with(Kind::Ptr),
+            test: |_, info| is_func(info),
+        };
+        let (index, kept) = TypeIndex::build(types, endian, 1, &keep).unwrap();
         let funcs: Vec<u32> = (0..records.len() as u32)
             .filter(|&i| is_func(records[i as usize].1))
             .collect();
@@ -492,7 +524,7 @@ mod tests {
             let mut bad = types.clone();
             let (pos, _) = records[at];
             bad[pos + 7] = 0; // kind 0 (UNKN)
-            let err = TypeIndex::build(&bad, endian, 1, |_, _| false).unwrap_err();
+            let err = TypeIndex::build(&bad, endian, 1, &NOTHING).unwrap_err();
             let reason = "unknown kind";
             assert_eq!(
                 err,
@@ -505,7 +537,7 @@ mod tests {
         }
         let truncated = &types[..types.len() - 4];
         let (last, _) = records[records.len() - 1];
-        let err = TypeIndex::build(truncated, endian, 1, |_, _| false).unwrap_err();
+        let err = TypeIndex::build(truncated, endian, 1, &NOTHING).unwrap_err();
         let expected = match types.len() - 4 - last {
             n if n < 8 => Error::Truncated {
                 what: "BTF type header",

@@ -214,7 +214,7 @@ impl<'a> Btf<'a> {
     }
 
     /// Whether the record at `pos` (with `info`) is a named type `filter` lets through.
-    #[inline]
+    #[inline(never)]
     fn passes(&self, filter: &NameFilter, pos: usize, info: u32) -> bool {
         filter.kinds().contains_raw((info >> 24) & 0x1f)
             && parse::read_u32(self.types, pos, self.endian)

@@ -1,9 +1,9 @@
 //! Header and type-section parsing: checks the header and sections, builds the type index
 //! (checking every record's kind and bounds) and decodes records.
 
-use super::index::{TYPE_HEADER_LEN, TypeIndex};
+use super::index::{Keep, TYPE_HEADER_LEN, TypeIndex};
 use super::types::{Array, Composite, Datasec, Enum, FuncProto, Records, Type, TypeKind};
-use super::{Btf, Kind, MAGIC, MAX_NAME_OFFSET, NameFilter, Validation};
+use super::{Btf, Kind, KindSet, MAGIC, MAX_NAME_OFFSET, NameFilter, Validation};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
@@ -132,9 +132,11 @@ pub(super) fn parse<'a>(
         long_type: None,
         validated: Vec::new(),
     };
-    let (index, kept) = TypeIndex::build(types, header.endian, start_id, |pos, info| {
-        filter.is_some_and(|filter| unindexed.passes(filter, pos, info))
-    })?;
+    let keep = Keep {
+        kinds: filter.map_or(KindSet::EMPTY, NameFilter::kinds),
+        test: |pos, info| filter.is_some_and(|filter| unindexed.passes(filter, pos, info)),
+    };
+    let (index, kept) = TypeIndex::build(types, header.endian, start_id, &keep)?;
     let words = (index.len() as usize).div_ceil(64);
     let mut btf = Btf {
         index,
