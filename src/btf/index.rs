@@ -551,6 +551,59 @@ mod tests {
         assert_eq!(err, expected);
     }
 
+    /// Offsets of every record by the reference walk, or its error.
+    fn reference(types: &[u8], endian: Endianness) -> Result<Vec<u32>> {
+        let (index, _) = match endian {
+            Endianness::Little => build_sequential(types, LittleEndian, 1, &NOTHING)?,
+            Endianness::Big => build_sequential(types, BigEndian, 1, &NOTHING)?,
+        };
+        Ok((0..index.len())
+            .map(|i| index.offset(types, endian, i).unwrap() as u32)
+            .collect())
+    }
+
+    #[test]
+    fn corrupted_sections_index_as_the_reference_walk_does() {
+        // Random words overwritten anywhere, lane starts included: whatever the guesses, the
+        // interleaved build must give the reference walk's offsets or its exact error.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut lanes_used = 0;
+        for seed in 0..150 {
+            let endian = [Endianness::Little, Endianness::Big][seed % 2];
+            let (mut types, _) = section(seed as u64, 7000, endian);
+            for _ in 0..1 + next(6) {
+                let at = next(types.len() / 4) * 4;
+                let value = match next(4) {
+                    0 => 0,
+                    1 => (next(20) as u32) << 24 | next(0x10000) as u32,
+                    2 => next(0x10000) as u32,
+                    _ => next(u32::MAX as usize) as u32,
+                };
+                types[at..at + 4].copy_from_slice(&endian.write_u32(value));
+            }
+            let built = TypeIndex::build(&types, endian, 1, &NOTHING);
+            match (built, reference(&types, endian)) {
+                (Ok((index, _)), Ok(offsets)) => {
+                    lanes_used += usize::from(index.segments.len() == LANES);
+                    assert_eq!(index.len() as usize, offsets.len(), "seed {seed}");
+                    for (i, &pos) in offsets.iter().enumerate() {
+                        let got = index.offset(&types, endian, i as u32);
+                        assert_eq!(got, Some(pos as usize), "seed {seed}, record {i}");
+                    }
+                }
+                (Err(got), Err(expected)) => assert_eq!(got, expected, "seed {seed}"),
+                (got, expected) => panic!("seed {seed}: {:?} vs {:?}", got.map(|_| ()), expected),
+            }
+        }
+        assert!(lanes_used > 0, "no corrupted section was indexed by lanes");
+    }
+
     #[test]
     fn a_wrong_lane_start_falls_back_to_one_walk() {
         // One STRUCT whose 65535 members, read from a member boundary, look like PTR records:
