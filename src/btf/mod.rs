@@ -156,8 +156,12 @@ impl<'a> Btf<'a> {
                 }),
             };
         }
+        self.type_at(id, self.offset(id)?)
+    }
+
+    /// Own type `id`, whose record is at `offset`: decoded, and checked on first use.
+    fn type_at(&self, id: u32, offset: usize) -> Result<Type<'a>> {
         let index = (id - self.start_id) as usize;
-        let offset = self.offset(id)?;
         let ty = parse::decode(self.types, self.endian, offset, id)?;
         if let Some(word) = self.validated.get(index / 64) {
             let bit = 1u64 << (index % 64);
@@ -276,9 +280,15 @@ impl<'a> Btf<'a> {
         self.name(ty.name_off)
     }
 
-    /// Every type this BTF defines itself (not its base), in id order.
+    /// Every type this BTF defines itself (not its base), in id order: one walk of the type
+    /// section, not a lookup per type.
     pub fn types(&self) -> impl Iterator<Item = Result<Type<'a>>> + '_ {
-        (self.start_id..self.type_cnt()).map(|id| self.type_by_id(id))
+        let mut offset = 0;
+        (self.start_id..self.type_cnt()).map(move |id| {
+            let at = offset;
+            offset += index::record_at(self.types, at, self.endian).map_or(0, |(len, _)| len);
+            self.type_at(id, at)
+        })
     }
 
     /// Follow modifiers (CONST, VOLATILE, RESTRICT, TYPE_TAG) and typedefs from `id` to the

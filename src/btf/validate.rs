@@ -51,8 +51,8 @@ pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
     // Cycle-search state per type; types without value edges start finished.
     let mut colour: Vec<u8> =
         fallible::vec_with_capacity((btf.type_cnt() - btf.start_id()) as usize)?;
-    for id in btf.start_id()..btf.type_cnt() {
-        let ty = btf.type_by_id(id)?;
+    for (id, ty) in (btf.start_id()..).zip(btf.types()) {
+        let ty = ty?;
         check_type(btf, &ty)?;
         if long_type.is_none()
             && let TypeKind::Int { size: 4 | 8, .. } = ty.kind
