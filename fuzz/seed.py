@@ -63,6 +63,10 @@ def main():
     for btf in raw_btf:
         for mode in (0, 1):
             add("btf_parse", bytes([mode]) + btf)
+        if btf[:2] == b"\x9f\xeb":  # little-endian: btf_index takes a bare type section
+            hdr_len, type_off, type_len = struct.unpack_from("<III", btf, 4)
+            start = hdr_len + type_off
+            add("btf_index", btf[start : start + type_len])
     add("btf_split", b"\0" + (DATA / "targets" / "module.btf").read_bytes())
     add("btf_split", b"\1" + (DATA / "targets" / "base.btf").read_bytes())
     for name in ("btf__fields", "btf__fields_flat", "btf__types", "btf__enums"):
