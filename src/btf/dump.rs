@@ -2,7 +2,7 @@
 //! printed by bpftool v7.1 / Linux 6.1 and later): one `[id] KIND 'name' ...` line per type,
 //! followed by one tab-indented line per member, parameter, enumerator or section variable.
 //!
-//! Output goes to a `String` through [`StringSink`], so a dump never aborts on out-of-memory;
+//! Output goes to a `String` through `StringSink`, so a dump never aborts on out-of-memory;
 //! callers that stream (the CLI) dump type by type with [`dump_type`] and flush as they go.
 
 use super::types::{Enum, Type, TypeKind};
