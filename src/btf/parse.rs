@@ -136,7 +136,7 @@ pub(super) fn parse<'a>(
         kinds: filter.map_or(KindSet::EMPTY, NameFilter::kinds),
         test: |pos, info| filter.is_some_and(|filter| unindexed.passes(filter, pos, info)),
     };
-    let (index, kept) = TypeIndex::build(types, header.endian, start_id, &keep)?;
+    let (index, mut kept) = TypeIndex::build(types, header.endian, start_id, &keep)?;
     let words = (index.len() as usize).div_ceil(64);
     let mut btf = Btf {
         index,
@@ -154,7 +154,10 @@ pub(super) fn parse<'a>(
         Validation::Full => super::validate::validate(&btf)?,
         Validation::OnUse => super::validate::find_long_type(&btf)?,
     };
-    let kept = kept.into_iter().map(|index| start_id + index).collect();
+    // Record indices to ids, in place (no allocation).
+    for index in &mut kept {
+        *index += start_id;
+    }
     Ok((btf, kept))
 }
 
