@@ -565,6 +565,26 @@ fn corrupt_variants_fail_with_the_named_error() {
     assert!(cases.len() >= 60);
 }
 
+/// Validated on use, a typedef cycle passes the parse; following the chain must then fail,
+/// naming the loop, rather than walk on.
+#[test]
+fn a_typedef_cycle_fails_the_walk_when_validated_on_use() {
+    let mut blob = sample(Endianness::Little);
+    let layout = Layout::of(&blob);
+    set_u32(
+        &mut blob,
+        layout.word(id::TYPEDEF_INNER, 2),
+        id::TYPEDEF_OUTER,
+    );
+    let btf = Btf::parse_with(&blob, None, btfgen::btf::Validation::OnUse).expect("parses");
+    for start in [id::TYPEDEF_OUTER, id::TYPEDEF_INNER] {
+        match btf.skip_mods_and_typedefs(start) {
+            Err(Error::BadType { reason, .. }) => assert!(reason.contains("loops"), "{reason}"),
+            other => panic!("typedef cycle from {start}: {other:?}"),
+        }
+    }
+}
+
 /// The same corruptions, big-endian: the parser must not depend on the byte order to catch
 /// them. Only header-level rows are re-checked here (they do not need the layout walker).
 #[test]

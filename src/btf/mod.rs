@@ -24,6 +24,7 @@ pub use types::{
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
+use core::ops::ControlFlow;
 use core::sync::atomic::{AtomicU64, Ordering};
 use index::TypeIndex;
 
@@ -302,17 +303,15 @@ impl<'a> Btf<'a> {
         self.skip_while(id, |k| k.is_mod_or_typedef() && k != Kind::Typedef)
     }
 
-    fn skip_while(&self, mut id: u32, skip: impl Fn(Kind) -> bool) -> Result<Type<'a>> {
-        // Validation rules out cycles, so this bound (every type once) is never reached on
-        // valid BTF; like libbpf, no shorter chain limit applies.
-        for _ in 0..=self.type_cnt() {
+    fn skip_while(&self, id: u32, skip: impl Fn(Kind) -> bool) -> Result<Type<'a>> {
+        follow_chain(id, |id| {
             let ty = self.type_by_id(id)?;
-            match (ty.kind(), ty.kind.modified_type()) {
-                (Some(kind), Some(next)) if skip(kind) => id = next,
-                _ => return Ok(ty),
-            }
-        }
-        Err(Error::BadType {
+            Ok(match (ty.kind(), ty.kind.modified_type()) {
+                (Some(kind), Some(next)) if skip(kind) => ControlFlow::Continue(next),
+                _ => ControlFlow::Break(ty),
+            })
+        })?
+        .ok_or(Error::BadType {
             id,
             reason: "modifier/typedef chain loops",
         })
@@ -378,5 +377,66 @@ impl<'a> Btf<'a> {
             .and_then(|id| self.type_by_id(id).ok())
             .and_then(|t| t.size())
             .unwrap_or(8)
+    }
+}
+
+/// Follow a chain of type ids from `start`, `step` giving the next id or the result: `None` if
+/// the chain comes back on itself. Like libbpf, no depth limit applies to a chain that ends
+/// (it visits every type once at most); a cycle, which only BTF not fully validated can have,
+/// is found after at most a few times as many steps as the chain has ids (Brent's algorithm:
+/// under four times), so a lookup never walks the whole BTF because of one.
+pub(crate) fn follow_chain<T>(
+    start: u32,
+    mut step: impl FnMut(u32) -> Result<ControlFlow<T, u32>>,
+) -> Result<Option<T>> {
+    let (mut id, mut saved, mut power, mut walked) = (start, start, 1u64, 0u64);
+    loop {
+        id = match step(id)? {
+            ControlFlow::Break(found) => return Ok(Some(found)),
+            ControlFlow::Continue(next) => next,
+        };
+        if id == saved {
+            return Ok(None);
+        }
+        walked += 1;
+        if walked == power {
+            (saved, power, walked) = (id, power * 2, 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Steps taken and result of following `next` from 0 until `end`.
+    fn follow(next: impl Fn(u32) -> u32, end: u32) -> (u32, Option<u32>) {
+        let mut steps = 0;
+        let found = follow_chain(0, |id| {
+            steps += 1;
+            Ok(if id == end {
+                ControlFlow::Break(id)
+            } else {
+                ControlFlow::Continue(next(id))
+            })
+        })
+        .unwrap();
+        (steps, found)
+    }
+
+    #[test]
+    fn a_long_chain_is_followed_to_its_end() {
+        assert_eq!(follow(|id| id + 1, 100_000), (100_001, Some(100_000)));
+    }
+
+    #[test]
+    fn a_cycle_is_found_within_a_few_times_the_chain() {
+        for (tail, cycle) in [(0, 1), (0, 2), (1, 1), (1000, 1), (1000, 1000), (3, 77_777)] {
+            let next = |id: u32| if id + 1 < tail + cycle { id + 1 } else { tail };
+            let (steps, found) = follow(next, u32::MAX);
+            assert_eq!(found, None, "tail {tail}, cycle {cycle}");
+            let bound = 4 * (tail + cycle) + 2;
+            assert!(steps <= bound, "tail {tail}, cycle {cycle}: {steps} steps");
+        }
     }
 }

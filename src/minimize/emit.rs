@@ -4,10 +4,11 @@
 
 use super::marks::{Marks, TypeKey};
 use crate::btf::write::BtfWriter;
-use crate::btf::{Kind, TypeKind};
+use crate::btf::{Kind, TypeKind, follow_chain};
 use crate::core::{BtfSource, Targets};
 use crate::error::{Error, Result};
 use alloc::vec::Vec;
+use core::ops::ControlFlow;
 
 /// The output blob and the kept types in output order (new id = position + 1).
 pub struct Emitted {
@@ -28,24 +29,25 @@ fn owner(targets: &Targets<'_>, source: BtfSource, id: u32) -> TypeKey {
 /// unkept modifiers and typedefs, the first kept type; else void. So a member's `pid_t`
 /// becomes the kept `int`, and a pointer to an unkept struct becomes `void *`.
 fn new_id(targets: &Targets<'_>, keys: &[TypeKey], source: BtfSource, id: u32) -> Result<u32> {
-    let mut id = id;
-    // As long as lookups follow chains (every type once at most), not a shorter limit.
-    for _ in 0..=targets.btf(source).type_cnt() {
+    // As long as lookups follow chains, not a shorter limit.
+    follow_chain(id, |id| {
         if id == 0 {
-            return Ok(0);
+            return Ok(ControlFlow::Break(0));
         }
         let key = owner(targets, source, id);
         if let Ok(pos) = keys.binary_search(&key) {
-            return Ok(pos as u32 + 1);
+            return Ok(ControlFlow::Break(pos as u32 + 1));
         }
-        match targets.btf(key.0).type_by_id(id)?.kind.modified_type() {
-            Some(next) => id = next,
-            None => return Ok(0),
-        }
-    }
-    Err(Error::BadType {
+        Ok(
+            match targets.btf(key.0).type_by_id(id)?.kind.modified_type() {
+                Some(next) => ControlFlow::Continue(next),
+                None => ControlFlow::Break(0),
+            },
+        )
+    })?
+    .ok_or(Error::BadType {
         id,
-        reason: "modifier/typedef chain too deep",
+        reason: "modifier/typedef chain loops",
     })
 }
 
