@@ -565,6 +565,31 @@ fn corrupt_variants_fail_with_the_named_error() {
     assert!(cases.len() >= 60);
 }
 
+/// Found by fuzzing (`btf_parse`): a member name offset pointing at the second byte of a
+/// two-byte character. The string section is UTF-8, but that name is not: full validation must
+/// reject it (it once passed, and copying the type then failed), and on-use reading must report
+/// it as an error when the name is read.
+#[test]
+fn a_name_inside_a_utf8_character_is_rejected() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/regressions/mid_utf8_name.btf"
+    );
+    let blob = std::fs::read(path).expect("regression input");
+    match Btf::parse(&blob) {
+        Err(Error::BadType { id: 12, reason }) => assert!(reason.contains("UTF-8"), "{reason}"),
+        other => panic!(
+            "expected type [12] rejected, got {:?}",
+            other.map(|b| b.type_cnt())
+        ),
+    }
+    let btf = Btf::parse_with(&blob, None, btfgen::btf::Validation::OnUse).expect("parses");
+    match btf.type_by_id(12) {
+        Err(Error::BadType { id: 12, reason }) => assert!(reason.contains("UTF-8"), "{reason}"),
+        other => panic!("expected type [12] rejected on use, got {other:?}"),
+    }
+}
+
 /// Validated on use, a typedef cycle passes the parse; following the chain must then fail,
 /// naming the loop, rather than walk on.
 #[test]

@@ -269,11 +269,11 @@ impl<'a> Btf<'a> {
         })
     }
 
-    /// Whether the string at `offset` is empty, checking only that the offset is in range: the
+    /// The first byte of the string at `offset`, checking only that the offset is in range: the
     /// section ends with a NUL, so every in-range offset starts a terminated string.
     /// Validation uses this to avoid a scan per name.
-    pub(crate) fn name_is_empty(&self, offset: u32) -> Result<bool> {
-        Ok(self.strings_from(offset)?.first() == Some(&0))
+    pub(crate) fn name_first_byte(&self, offset: u32) -> Result<u8> {
+        Ok(self.strings_from(offset)?.first().copied().unwrap_or(0))
     }
 
     /// The name of type `ty` (empty for anonymous types).

@@ -115,10 +115,16 @@ fn raw_word3(btf: &Btf<'_>, id: u32) -> Result<u32> {
     btf.raw_word(id, 3)
 }
 
-/// Check a name offset; `true` when the name is empty.
+/// Check a name offset; `true` when the name is empty. A name must start on a character
+/// boundary: a UTF-8 string section read from the middle of a character is not UTF-8.
 fn check_name(btf: &Btf<'_>, id: u32, name_off: u32) -> Result<bool> {
-    btf.name_is_empty(name_off)
-        .map_err(|_| bad(id, "name offset out of range"))
+    let first = btf
+        .name_first_byte(name_off)
+        .map_err(|_| bad(id, "name offset out of range"))?;
+    if first & 0xc0 == 0x80 {
+        return Err(bad(id, "name starts inside a UTF-8 character"));
+    }
+    Ok(first == 0)
 }
 
 pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
