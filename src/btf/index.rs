@@ -278,8 +278,8 @@ fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
     Ok((index, kept))
 }
 
-/// Why the record at `pos` (with at least its info word in bounds) does not decode.
-fn bad_record<E: Endian>(types: &[u8], pos: usize, endian: E, id: u32) -> Error {
+/// Why the record at `pos` does not decode ([`record_at`] gave `None`).
+pub(super) fn bad_record<E: Endian>(types: &[u8], pos: usize, endian: E, id: u32) -> Error {
     let raw_kind = types.get(pos + 4..pos + 8).map_or(0, |b| {
         (endian.read_u32([b[0], b[1], b[2], b[3]]) >> 24) & 0x1f
     });

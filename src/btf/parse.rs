@@ -1,7 +1,7 @@
 //! Header and type-section parsing: checks the header and sections, builds the type index
 //! (checking every record's kind and bounds) and decodes records.
 
-use super::index::{Keep, TYPE_HEADER_LEN, TypeIndex};
+use super::index::{Keep, TYPE_HEADER_LEN, TypeIndex, bad_record, record_at};
 use super::types::{Array, Composite, Datasec, Enum, FuncProto, Records, Type, TypeKind};
 use super::{Btf, Kind, KindSet, MAGIC, MAX_NAME_OFFSET, NameFilter, Validation};
 use crate::error::{Error, Result};
@@ -193,33 +193,12 @@ fn check_strings(raw: &[u8], split: bool, validation: Validation) -> Result<&[u8
     Ok(raw)
 }
 
-fn record_len(types: &[u8], endian: Endianness, pos: usize, id: u32) -> Result<usize> {
-    let info = read_u32(types, pos + 4, endian)
-        .filter(|_| pos + TYPE_HEADER_LEN <= types.len())
-        .ok_or(Error::Truncated {
-            what: "BTF type header",
-            offset: pos,
-        })?;
-    let kind = Kind::from_raw((info >> 24) & 0x1f).ok_or(Error::BadType {
-        id,
-        reason: "unknown kind",
-    })?;
-    let len = TYPE_HEADER_LEN + kind.extra_len((info & 0xffff) as u16);
-    if types.len() - pos < len {
-        return Err(Error::Truncated {
-            what: "BTF type record",
-            offset: pos,
-        });
-    }
-    Ok(len)
-}
-
 /// Decode the record at `pos` (already bounds-checked by [`TypeIndex::build`]).
 pub(super) fn decode(types: &[u8], endian: Endianness, pos: usize, id: u32) -> Result<Type<'_>> {
-    let len = record_len(types, endian, pos, id)?;
+    let (len, info) =
+        record_at(types, pos, endian).ok_or_else(|| bad_record(types, pos, endian, id))?;
     let word = |i: usize| read_u32(types, pos + 4 * i, endian).unwrap_or(0);
     let name_off = word(0);
-    let info = word(1);
     let size_or_type = word(2);
     let vlen = (info & 0xffff) as u16;
     let kind_flag = info >> 31 != 0;

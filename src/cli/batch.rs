@@ -14,10 +14,9 @@
 //! reported on one line naming its file, and the others go on; the exit status is non-zero if
 //! any failed.
 
-use super::{CliError, CliResult, context, parse_target, read_file, write_atomic};
+use super::{CliError, CliResult, context, parse_target, read_file, scan_plan, write_atomic};
 use btfgen::btf::Btf;
-use btfgen::core::relocate::local_type_names;
-use btfgen::core::{BtfSource, CandidateIndex, Targets};
+use btfgen::core::{BtfSource, CandidateIndex, ScanPlan, Targets};
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
 use std::cell::Cell;
@@ -118,6 +117,8 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         .iter()
         .map(|(name, data)| parse_object(name, data))
         .collect::<CliResult<Vec<_>>>()?;
+    // What every kernel's parse must find for them: the same for all kernels.
+    let plan = scan_plan(objects.iter().map(|o| (o.name, &o.object, &o.btf)))?;
 
     let (kernels, mut failures) = find_kernels(&args.btf_dir, &args.out_dir)?;
     let total = kernels.len() + failures.len();
@@ -150,7 +151,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let (done_tx, write_tx) = (done_tx.clone(), write_tx.clone());
-            let (kernels, objects, next) = (&kernels, &objects, &next);
+            let (kernels, objects, plan, next) = (&kernels, &objects, &plan, &next);
             scope.spawn(move || {
                 let (mut input, mut unpacked) = (Vec::new(), Vec::new());
                 loop {
@@ -158,7 +159,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
                     let Some(kernel) = kernels.get(index) else {
                         break;
                     };
-                    match minimize(kernel, objects, &mut input, &mut unpacked) {
+                    match minimize(kernel, objects, plan, &mut input, &mut unpacked) {
                         Ok((bytes, done)) => {
                             let path = args.out_dir.join(&kernel.relative);
                             // The writers outlive every compute thread, so this cannot fail.
@@ -316,12 +317,14 @@ fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Stri
     Ok((kernels, failures))
 }
 
-/// Minimize `objects` against one kernel: the output bytes and what went in and out. `input`
+/// Minimize `objects` (whose candidates `plan` finds) against one kernel: the output bytes and
+/// what went in and out. `input`
 /// and `unpacked` are the calling thread's buffers, reused from kernel to kernel (a kernel BTF
 /// is a few MiB: fresh buffers would cost a page fault every 4 KiB, each time).
 fn minimize(
     kernel: &Kernel,
     objects: &[LocalObject<'_>],
+    plan: &ScanPlan<'_>,
     input: &mut Vec<u8>,
     unpacked: &mut Vec<u8>,
 ) -> CliResult<(Vec<u8>, Done)> {
@@ -339,18 +342,12 @@ fn minimize(
     };
     // Parsed and indexed as min-core-btf parses its INPUT (candidates found by the parse's
     // own pass), so that the outputs are the same.
-    let indexing = || context(format!("{name}: indexing candidates"));
-    let mut wanted = Vec::new();
-    for o in objects {
-        wanted.extend(local_type_names(&o.object, &o.btf).map_err(context(o.name))?);
-    }
-    let mut index = CandidateIndex::new();
-    let plan = index.plan(wanted).map_err(indexing())?;
     let (btf, ids) = parse_target(data, None, &name.to_string(), Some(plan.filter()))?;
     let targets = Targets::new(&btf);
+    let mut index = CandidateIndex::new();
     index
-        .absorb(&plan, &targets, &[(BtfSource::Main, &ids)])
-        .map_err(indexing())?;
+        .absorb(plan, &targets, &[(BtfSource::Main, &ids)])
+        .map_err(context(format!("{name}: indexing candidates")))?;
     let mut info = RelocInfo::with_index(targets, index);
     for o in objects {
         info.add_object(o.name, &o.object, &o.btf)

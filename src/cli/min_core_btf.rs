@@ -2,10 +2,9 @@
 //! the main job. With no arguments it runs on its embedded default: the running kernel's BTF
 //! and the example object the repo ships, writing `min.btf`.
 
-use super::{CliError, CliResult, TargetFiles, context, read_file, write_atomic};
+use super::{CliError, CliResult, TargetFiles, context, read_file, scan_plan, write_atomic};
 use btfgen::btf::Btf;
 use btfgen::core::CandidateIndex;
-use btfgen::core::relocate::local_type_names;
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
 use std::path::{Path, PathBuf};
@@ -94,13 +93,13 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     }
     // The objects' type names are known before the targets are parsed, so each target's parse
     // finds their candidates in the same pass.
-    let mut wanted = Vec::new();
-    for (name, obj, local) in &parsed {
-        wanted.extend(local_type_names(obj, local).map_err(context(name))?);
-    }
-    let mut index = CandidateIndex::new();
-    let plan = index.plan(wanted).map_err(context("indexing candidates"))?;
+    let plan = scan_plan(
+        parsed
+            .iter()
+            .map(|(name, obj, local)| (name.as_str(), obj, local)),
+    )?;
     files.with_targets(Some(plan.filter()), |targets, found| {
+        let mut index = CandidateIndex::new();
         index
             .absorb(&plan, targets, found)
             .map_err(context("indexing candidates"))?;

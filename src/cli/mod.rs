@@ -7,8 +7,10 @@ pub mod min_core_btf;
 pub mod relocate;
 
 use btfgen::btf::{Btf, NameFilter, Validation};
-use btfgen::core::{BtfSource, Targets};
+use btfgen::core::relocate::local_type_names;
+use btfgen::core::{BtfSource, CandidateIndex, ScanPlan, Targets};
 use btfgen::fs::Durability;
+use btfgen::object::BpfObject;
 use input::Input;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -125,4 +127,19 @@ fn parse_target<'a>(
         None => Btf::parse_with(data, base, Validation::OnUse).map(|btf| (btf, Vec::new())),
     }
     .map_err(context(name))
+}
+
+/// What a fresh candidate index must find for `objects` (name, object, its parsed `.BTF`), made
+/// before the targets are parsed so that each target's parse finds the candidates in its own
+/// pass ([`TargetFiles::with_targets`], [`CandidateIndex::absorb`]).
+pub fn scan_plan<'a, 'o: 'a>(
+    objects: impl IntoIterator<Item = (&'a str, &'a BpfObject<'o>, &'a Btf<'o>)>,
+) -> CliResult<ScanPlan<'o>> {
+    let mut wanted = Vec::new();
+    for (name, object, local) in objects {
+        wanted.extend(local_type_names(object, local).map_err(context(name))?);
+    }
+    CandidateIndex::new()
+        .plan(wanted)
+        .map_err(context("indexing candidates"))
 }
