@@ -4,6 +4,7 @@
 use super::{CliError, CliResult, TargetFiles, context, read_file};
 use btfgen::btf::Btf;
 use btfgen::core::kernel::kernel_core;
+use btfgen::core::patch::Patched;
 use btfgen::core::relocate::{ObjectRelocation, relocate_object};
 use btfgen::core::{CandidateIndex, RelocKind, Targets};
 use btfgen::object::BpfObject;
@@ -74,22 +75,22 @@ fn to_json(
     });
     match &r.outcome {
         Ok((resolved, patched)) => {
-            let (orig, new, poison) = match patched {
-                btfgen::core::patch::Patched::Value { orig, new } => {
-                    (json!(orig), json!(new), false)
-                }
-                btfgen::core::patch::Patched::Poisoned => (Value::Null, Value::Null, true),
+            let (orig, new, poison_reason) = match patched {
+                Patched::Value { orig, new } => (json!(orig), json!(new), None),
+                Patched::Poisoned(reason) => (Value::Null, Value::Null, Some(reason.name())),
             };
             let target = resolved
                 .target()
                 .map(|(cand, _)| describe(targets.btf(cand.source), cand.id));
-            obj["poison"] = json!(poison);
+            obj["poison"] = json!(poison_reason.is_some());
+            obj["poison_reason"] = json!(poison_reason);
             obj["orig"] = orig;
             obj["new"] = new;
             obj["target"] = json!(target);
         }
         Err(e) => {
             obj["poison"] = json!(false);
+            obj["poison_reason"] = Value::Null;
             obj["orig"] = Value::Null;
             obj["new"] = Value::Null;
             obj["target"] = Value::Null;
@@ -103,15 +104,13 @@ fn table_row(local: &Btf<'_>, targets: &Targets<'_>, r: &ObjectRelocation<'_, '_
     let kind = r.kind.map_or("unknown", |k| k.name());
     let what = format!("{} {}", local_type_name(local, r.local_type_id), r.access);
     let result = match &r.outcome {
-        Ok((resolved, btfgen::core::patch::Patched::Value { orig, new })) => {
+        Ok((resolved, Patched::Value { orig, new })) => {
             let target = resolved.target().map_or("no target".to_string(), |(c, _)| {
                 describe(targets.btf(c.source), c.id)
             });
             format!("{orig} -> {new}  {target}")
         }
-        Ok((_, btfgen::core::patch::Patched::Poisoned)) => {
-            "poisoned (no matching target)".to_string()
-        }
+        Ok((_, Patched::Poisoned(reason))) => format!("poisoned ({})", reason.describe()),
         Err(e) => format!("ERROR: {e}"),
     };
     format!(

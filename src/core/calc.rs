@@ -13,8 +13,8 @@ pub struct Resolution {
     pub orig_val: u64,
     /// Value it must hold for the target.
     pub new_val: u64,
-    /// The instruction must be replaced by libbpf's invalid helper call.
-    pub poison: bool,
+    /// The instruction must be replaced by libbpf's invalid helper call, and why.
+    pub poison: Option<PoisonReason>,
     /// Whether the instruction's current value must equal `orig_val`.
     pub validate: bool,
     /// A load/store size change that is not safe: poison LDX/ST/STX instead of resizing.
@@ -27,6 +27,41 @@ pub struct Resolution {
     pub orig_type_id: u32,
     /// Target field type id (modifiers and typedefs skipped).
     pub new_type_id: u32,
+}
+
+/// Why a relocation poisons its instruction (libbpf only says that it does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoisonReason {
+    /// The target has no type of the local type's essential name and kind.
+    NoCandidate,
+    /// Candidate types exist, but none has the field (or enumerator) the access string names:
+    /// a member missing, an array too short, an incompatible field type.
+    NoMatch,
+    /// The field was found, but a load or store of it cannot be resized safely to the target
+    /// field's size (only pointers and unsigned integers can be).
+    SizeNotAdjustable,
+}
+
+impl PoisonReason {
+    /// A short stable name (`no_candidate`, `no_match`, `size_not_adjustable`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PoisonReason::NoCandidate => "no_candidate",
+            PoisonReason::NoMatch => "no_match",
+            PoisonReason::SizeNotAdjustable => "size_not_adjustable",
+        }
+    }
+
+    /// What it means, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            PoisonReason::NoCandidate => "no target type of this name and kind",
+            PoisonReason::NoMatch => "field or enumerator missing in every candidate",
+            PoisonReason::SizeNotAdjustable => {
+                "load/store size cannot be adjusted to the target field"
+            }
+        }
+    }
 }
 
 /// A value computation outcome: a value, or "poison the instruction".
@@ -42,6 +77,24 @@ enum Value {
 
 fn invalid(reason: &'static str) -> Error {
     Error::BadRelocation { relo: 0, reason }
+}
+
+/// The memory access size a load or store of the field at `id` implies: the size of one
+/// element for (multi-dimensional) arrays, else the field's size. libbpf sizes by the element
+/// since 1.6 ("fix LDX/STX/ST CO-RE relocation size adjustment logic"); 1.1 used the whole
+/// array, so a one-byte load of `comm[0]` was poisoned wherever the array's length changed.
+fn element_size(btf: &Btf<'_>, id: u32) -> Result<u32> {
+    let mut ty = btf.skip_mods_and_typedefs(id)?;
+    for _ in 0..=crate::btf::MAX_RESOLVE_DEPTH {
+        let TypeKind::Array(a) = ty.kind else {
+            let size = btf
+                .resolve_size(ty.id)
+                .map_err(|_| invalid("field has no size"))?;
+            return u32::try_from(size).map_err(|_| invalid("field too large"));
+        };
+        ty = btf.skip_mods_and_typedefs(a.elem_type)?;
+    }
+    Err(invalid("arrays nested too deep"))
 }
 
 fn field_value(
@@ -64,19 +117,17 @@ fn field_value(
     let acc = spec.accessors.last().ok_or(invalid("empty spec"))?;
     if acc.name.is_none() {
         // An a[n] access: only its offset and size can be relocated.
-        let size = btf
-            .resolve_size(acc.type_id)
-            .map_err(|_| invalid("array element has no size"))?;
-        let size32 = u32::try_from(size).map_err(|_| invalid("array element too large"))?;
         return match kind {
             RelocKind::FieldByteOffset => Ok(Value::Known {
                 val: u64::from(spec.bit_offset / 8),
-                field_sz: size32,
+                field_sz: element_size(btf, acc.type_id)?,
                 type_id: acc.type_id,
                 validate: true,
             }),
             RelocKind::FieldByteSize => Ok(Value::Known {
-                val: size,
+                val: btf
+                    .resolve_size(acc.type_id)
+                    .map_err(|_| invalid("array element has no size"))?,
                 field_sz: 0,
                 type_id: 0,
                 validate: true,
@@ -133,7 +184,8 @@ fn field_value(
             if bitfield {
                 (u64::from(byte_off), 0, 0)
             } else {
-                (u64::from(byte_off), byte_sz, field_type.id)
+                let elem_sz = element_size(btf, field_type.id)?;
+                (u64::from(byte_off), elem_sz, field_type.id)
             }
         }
         RelocKind::FieldByteSize => (u64::from(byte_sz), 0, 0),
@@ -298,11 +350,11 @@ pub fn calc_relo(
             res.orig_sz = field_sz;
             res.orig_type_id = type_id;
             res.validate = validate;
-            res.poison = true;
+            res.poison = Some(PoisonReason::NoMatch);
             return Ok(res);
         }
         (Value::Poison, _) => {
-            res.poison = true;
+            res.poison = Some(PoisonReason::NoMatch);
             return Ok(res);
         }
     }

@@ -14,7 +14,7 @@ pub mod patch;
 pub mod relocate;
 pub mod spec;
 
-pub use calc::Resolution;
+pub use calc::{PoisonReason, Resolution};
 pub use candidates::{BtfSource, Candidate, CandidateIndex, ScanPlan, Targets};
 pub use spec::Spec;
 
@@ -246,8 +246,11 @@ pub fn resolve<'t>(
             Ok(Resolved { res, matches })
         }
         None => {
-            let res = calc::calc_relo(local_btf, &local, targets.main(), None, target_is_le)
+            let mut res = calc::calc_relo(local_btf, &local, targets.main(), None, target_is_le)
                 .map_err(at)?;
+            if res.poison.is_some() && cands.is_empty() {
+                res.poison = Some(PoisonReason::NoCandidate);
+            }
             Ok(Resolved { res, matches })
         }
     }

@@ -2,7 +2,7 @@
 //! immediates of ALU/ALU64 and `ld_imm64`, offsets (and, when safe, sizes) of LDX/ST/STX, or
 //! poisoning with a call to an invalid helper.
 
-use super::calc::Resolution;
+use super::calc::{PoisonReason, Resolution};
 use crate::error::{Error, Result};
 use crate::object::Insn;
 
@@ -31,14 +31,14 @@ pub enum Patched {
         new: u64,
     },
     /// The instruction (both slots of an `ld_imm64`) was replaced by an invalid helper call.
-    Poisoned,
+    Poisoned(PoisonReason),
 }
 
 fn bad(reason: &'static str) -> Error {
     Error::BadRelocation { relo: 0, reason }
 }
 
-fn poison(insns: &mut [Insn], idx: usize) -> Result<Patched> {
+fn poison(insns: &mut [Insn], idx: usize, reason: PoisonReason) -> Result<Patched> {
     let is_ld_imm64 = insns.get(idx).is_some_and(|i| i.code == LD_IMM64);
     let slots = if is_ld_imm64 { 2 } else { 1 };
     let end = idx
@@ -54,7 +54,7 @@ fn poison(insns: &mut [Insn], idx: usize) -> Result<Patched> {
             imm: POISON_HELPER_ID,
         };
     }
-    Ok(Patched::Poisoned)
+    Ok(Patched::Poisoned(reason))
 }
 
 fn size_bytes(code: u8) -> u32 {
@@ -78,8 +78,8 @@ fn size_code(bytes: u32) -> Option<u8> {
 
 /// Patch `insns[idx]` (and `insns[idx + 1]` for `ld_imm64`) per `res`.
 pub fn patch_insn(insns: &mut [Insn], idx: usize, res: &Resolution) -> Result<Patched> {
-    if res.poison {
-        return poison(insns, idx);
+    if let Some(reason) = res.poison {
+        return poison(insns, idx, reason);
     }
     let insn = *insns
         .get(idx)
@@ -115,7 +115,7 @@ pub fn patch_insn(insns: &mut [Insn], idx: usize, res: &Resolution) -> Result<Pa
                 return Err(bad("relocated offset does not fit the instruction"));
             }
             if res.fail_memsz_adjust {
-                return poison(insns, idx);
+                return poison(insns, idx, PoisonReason::SizeNotAdjustable);
             }
             insns[idx].off = res.new_val as i16;
             if res.new_sz != res.orig_sz {
