@@ -5,6 +5,9 @@
 //!   generated, and copying every type with `BtfWriter::copy_type` gives the same type graph.
 //! - The running kernel's BTF copied through the writer dumps identically with `bpftool`.
 
+#[path = "support/names.rs"]
+mod names;
+
 use btfgen::btf::write::BtfWriter;
 use btfgen::btf::{Btf, Endianness, Kind, TypeKind};
 use proptest::prelude::*;
@@ -322,10 +325,10 @@ struct Seed {
 }
 
 /// Names drawn from a small pool (so duplicates are common, including between types and
-/// members) or random identifiers.
+/// members, and names that end others: `ar`, `struct`) or random identifiers.
 fn name_strategy() -> impl Strategy<Value = String> {
     prop_oneof![
-        3 => prop::sample::select(vec!["a", "b", "foo", "bar", "task_struct", "x1", "_"]).prop_map(String::from),
+        3 => prop::sample::select(vec!["a", "b", "foo", "bar", "ar", "task_struct", "struct", "x1", "_"]).prop_map(String::from),
         2 => "[a-z_][a-z0-9_]{0,12}",
     ]
 }
@@ -559,10 +562,11 @@ proptest! {
         let out = copy.finish().unwrap();
         let again = Btf::parse(&out).map_err(|e| TestCaseError::fail(format!("copied BTF rejected: {e}")))?;
         prop_assert_eq!(&models_of(&again), &models);
-        // Same type records; the writer may lay strings out differently (it shares suffixes
-        // when no raw offsets were handed out), but never larger than the original's.
+        // Same type records, never larger than the original's; every name starts a string.
         prop_assert_eq!(out[12..16].to_vec(), blob[12..16].to_vec(), "type section length");
         prop_assert!(out.len() <= blob.len(), "copy is larger than the original");
+        prop_assert_eq!(names::name_not_at_string_start(&btf), None);
+        prop_assert_eq!(names::name_not_at_string_start(&again), None);
     }
 
     /// Copying with a member filter and an id remap keeps exactly the chosen members (and
@@ -587,6 +591,7 @@ proptest! {
         let out = w.finish().unwrap();
         let again = Btf::parse(&out).map_err(|e| TestCaseError::fail(format!("filtered copy rejected: {e}")))?;
         prop_assert_eq!(again.type_cnt(), btf.type_cnt() + shift);
+        prop_assert_eq!(names::name_not_at_string_start(&again), None);
         for (id, m) in (1..).zip(&models) {
             let want = shift_model(m, map, keep);
             prop_assert_eq!(model_of(&again, map(id)), want);

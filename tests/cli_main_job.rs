@@ -3,6 +3,9 @@
 //! deterministic across runs — every run has new hash seeds — and is never larger than the
 //! input). Results are compared with libbpf itself by `c-tests/check_relocs.py`.
 
+#[path = "support/names.rs"]
+mod names;
+
 use btfgen::btf::Btf;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -154,6 +157,12 @@ fn min_core_btf_output_is_valid_deterministic_and_small() {
         );
         let btf = Btf::parse(&outputs[0]).expect("minimized BTF validates");
         assert!(btf.type_cnt() > 1, "{}: something was kept", obj.display());
+        assert_eq!(
+            names::name_not_at_string_start(&btf),
+            None,
+            "{}: every name offset starts a string",
+            obj.display()
+        );
         let size = |p: &Path| std::fs::metadata(p).unwrap().len() as usize;
         let input_len = size(&target) + base.as_deref().map_or(0, size);
         assert!(

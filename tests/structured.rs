@@ -5,7 +5,8 @@
 //! Properties, for every case:
 //! - the generated target BTF parses and validates (the generator is honest);
 //! - the pipeline never panics and returns within [`TIME_LIMIT`];
-//! - when it succeeds, the minimized BTF parses and validates again, and dumps.
+//! - when it succeeds, the minimized BTF parses and validates again, and dumps; every name
+//!   offset in it is the start of a string.
 //!
 //! A fixed-seed loop ([`CASES`] per family) runs as a normal `cargo test`; the `structured`
 //! fuzz target drives the same generator from libFuzzer. Named cases below pin the shapes that
@@ -15,6 +16,8 @@
 mod adversarial;
 #[path = "support/fixtures.rs"]
 mod fixtures;
+#[path = "support/names.rs"]
+mod names;
 
 use arbitrary::Unstructured;
 use btfgen::btf::{Btf, Endianness};
@@ -122,6 +125,11 @@ fn check(tally: &mut Tally, what: &str, target: &[u8], objects: &[&[u8]]) {
                 again.is_ok(),
                 "{what}: minimized BTF does not re-parse: {:?}",
                 again.err()
+            );
+            assert_eq!(
+                names::name_not_at_string_start(&again.unwrap()),
+                None,
+                "{what}: a name offset in the minimized BTF is not the start of a string"
             );
             tally.ok += 1;
         }

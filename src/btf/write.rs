@@ -1,5 +1,7 @@
 //! Building new BTF: append types (ids from 1), deduplicated strings, serialize to the standard
-//! raw format in either byte order. [`BtfWriter::copy_type`] re-encodes a parsed type with
+//! raw format in either byte order. Strings are deduplicated whole only: every name offset
+//! points at the start of a string, which some loaders require (cilium/ebpf rejects an offset
+//! into the middle of one, so a string stored as the tail of another is not an option). [`BtfWriter::copy_type`] re-encodes a parsed type with
 //! remapped ids and a member filter, which is all the minimizer needs.
 
 use super::types::{Type, TypeKind};
@@ -21,12 +23,6 @@ pub struct BtfWriter {
     string_index: HashTable<u32>,
     hasher: DefaultHashBuilder,
     next_id: u32,
-    /// Byte positions in `types` of every name offset written through the type builders; they
-    /// are rewritten when `finish` shares string suffixes.
-    name_refs: Vec<u32>,
-    /// `add_string` handed out raw offsets that callers may have stored anywhere, so the string
-    /// section must keep its append-order layout.
-    offsets_exposed: bool,
 }
 
 impl BtfWriter {
@@ -41,8 +37,6 @@ impl BtfWriter {
             // hasher keeps the writer free of any runtime randomness.
             hasher: DefaultHashBuilder::default(),
             next_id: 1,
-            name_refs: Vec::new(),
-            offsets_exposed: false,
         })
     }
 
@@ -51,16 +45,9 @@ impl BtfWriter {
         self.next_id
     }
 
-    /// Offset of `s` in the string section, adding it if new. The empty string is offset 0.
-    /// Offsets handed out here are final, which turns off suffix sharing in [`Self::finish`];
-    /// names passed to the type builders do not.
+    /// Offset of `s` in the string section, adding it if new (strings are stored in the order
+    /// first added). The empty string is offset 0.
     pub fn add_string(&mut self, s: &str) -> Result<u32> {
-        self.offsets_exposed = true;
-        self.intern(s)
-    }
-
-    /// Append-order offset of `s`, adding it if new.
-    fn intern(&mut self, s: &str) -> Result<u32> {
         if s.is_empty() {
             return Ok(0);
         }
@@ -108,22 +95,15 @@ impl BtfWriter {
                 limit: MAX_TYPE_ID as usize,
             });
         }
-        let name_off = self.intern(name)?;
+        let name_off = self.add_string(name)?;
         let info = (u32::from(kind_flag) << 31) | ((kind as u32) << 24) | u32::from(vlen);
         self.types.try_reserve(12 + kind.extra_len(vlen))?;
-        self.push_name(name_off)?;
-        for word in [info, size_or_type] {
+        for word in [name_off, info, size_or_type] {
             self.push_word(word)?;
         }
         let id = self.next_id;
         self.next_id += 1;
         Ok(id)
-    }
-
-    /// Append a name offset (from `intern`) and remember where it is.
-    fn push_name(&mut self, name_off: u32) -> Result<()> {
-        fallible::push(&mut self.name_refs, self.types.len() as u32)?;
-        self.push_word(name_off)
     }
 
     /// Append one 32-bit word of kind-specific data to the last type.
@@ -187,13 +167,13 @@ impl BtfWriter {
                 let mut kept: Vec<(u32, u32, u32)> = fallible::vec_with_capacity(c.len())?;
                 for (index, m) in c.members().enumerate() {
                     if keep(index) {
-                        let member_name = self.intern(src.name(m.name_off)?)?;
+                        let member_name = self.add_string(src.name(m.name_off)?)?;
                         kept.push((member_name, map_id(m.type_id)?, m.raw_offset));
                     }
                 }
                 let id = self.begin_type(name, kind, c.kind_flag, vlen_of(kept.len())?, c.size)?;
                 for (n, t, off) in kept {
-                    self.push_name(n)?;
+                    self.push_word(n)?;
                     self.push_word(t)?;
                     self.push_word(off)?;
                 }
@@ -208,8 +188,8 @@ impl BtfWriter {
                     .filter(|&(i, _)| keep(i))
                     .map(|(_, v)| v)
                 {
-                    let n = self.intern(src.name(v.name_off)?)?;
-                    self.push_name(n)?;
+                    let n = self.add_string(src.name(v.name_off)?)?;
+                    self.push_word(n)?;
                     self.push_word(v.value as u32)?;
                     if kind == Kind::Enum64 {
                         self.push_word((v.value >> 32) as u32)?;
@@ -227,13 +207,13 @@ impl BtfWriter {
                 let mut params: Vec<(u32, u32)> = fallible::vec_with_capacity(p.len())?;
                 for param in p.params() {
                     params.push((
-                        self.intern(src.name(param.name_off)?)?,
+                        self.add_string(src.name(param.name_off)?)?,
                         map_id(param.type_id)?,
                     ));
                 }
                 let id = self.begin_type(name, kind, false, vlen_of(params.len())?, ret)?;
                 for (n, t) in params {
-                    self.push_name(n)?;
+                    self.push_word(n)?;
                     self.push_word(t)?;
                 }
                 Ok(id)
@@ -272,17 +252,9 @@ impl BtfWriter {
         }
     }
 
-    /// Serialize to the raw BTF format: 24-byte header, type section, string section. Unless
-    /// raw offsets were handed out, a string that is a suffix of another is stored inside it
-    /// (`int` within `unsigned int`), which BTF readers accept and which makes output smaller.
+    /// Serialize to the raw BTF format: 24-byte header, type section, string section.
     pub fn finish(&self) -> Result<Vec<u8>> {
-        let shared;
-        let (types, strings): (&[u8], &[u8]) = if self.offsets_exposed {
-            (&self.types, &self.strings)
-        } else {
-            shared = self.share_suffixes()?;
-            (&shared.0, &shared.1)
-        };
+        let (types, strings) = (&self.types, &self.strings);
         let total = HEADER_LEN + types.len() + strings.len();
         let mut out = fallible::vec_with_capacity(total)?;
         let magic = match self.endian {
@@ -304,56 +276,6 @@ impl BtfWriter {
         out.extend_from_slice(types);
         out.extend_from_slice(strings);
         Ok(out)
-    }
-
-    /// The type and string sections with suffix-shared strings: sort the strings by their
-    /// reversed bytes, so a string that ends another sorts right before it, lay out the rest,
-    /// then rewrite every recorded name offset.
-    fn share_suffixes(&self) -> Result<(Vec<u8>, Vec<u8>)> {
-        // (append-order offset, bytes) of every non-empty string.
-        let mut entries: Vec<(u32, &[u8])> = Vec::new();
-        let mut pos = 1usize;
-        while pos < self.strings.len() {
-            let s = string_at(&self.strings, pos as u32);
-            fallible::push(&mut entries, (pos as u32, s))?;
-            pos += s.len() + 1;
-        }
-        entries.sort_unstable_by(|a, b| a.1.iter().rev().cmp(b.1.iter().rev()));
-        // Old offset -> new offset, in `entries` order.
-        let mut placed: Vec<(u32, u32)> = fallible::vec_with_capacity(entries.len())?;
-        placed.resize(entries.len(), (0, 0));
-        let mut strings = fallible::vec_with_capacity(self.strings.len())?;
-        strings.push(0);
-        for i in (0..entries.len()).rev() {
-            let (old, s) = entries[i];
-            let host = entries.get(i + 1).filter(|next| next.1.ends_with(s));
-            let new = match host {
-                Some(next) => placed[i + 1].1 + (next.1.len() - s.len()) as u32,
-                None => {
-                    let at = strings.len() as u32;
-                    strings.extend_from_slice(s);
-                    strings.push(0);
-                    at
-                }
-            };
-            placed[i] = (old, new);
-        }
-        placed.sort_unstable();
-        let mut types = fallible::to_vec(&self.types)?;
-        for &at in &self.name_refs {
-            let at = at as usize;
-            let bytes = [types[at], types[at + 1], types[at + 2], types[at + 3]];
-            let old = self.endian.read_u32(bytes);
-            if old == 0 {
-                continue;
-            }
-            let new = placed
-                .binary_search_by_key(&old, |&(o, _)| o)
-                .map(|i| placed[i].1)
-                .map_err(|_| Error::InvalidArgument("name offset not in the string table"))?;
-            types[at..at + 4].copy_from_slice(&self.endian.write_u32(new));
-        }
-        Ok((types, strings))
     }
 }
 
