@@ -1,5 +1,6 @@
 //! Writing the minimized BTF: the marked types in a fixed order (main BTF by id, then each
-//! module by id), ids remapped, structs/unions/enums cut down to their marked entries. Output
+//! module by id), ids remapped, structs/unions/enums cut down to their marked entries (an enum
+//! to at least one). Output
 //! depends only on the marks, never on hash order.
 
 use super::marks::{Marks, TypeKey};
@@ -112,11 +113,20 @@ pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
             continue;
         }
         let mark = marks.get(key);
+        let kept = |index: usize| mark.is_some_and(|m| m.keeps(index));
+        // libbpf up to 1.2 answers FIELD_SIGNED for an unsigned enum from the word after the
+        // enum's header (as if it were an int's encoding): the first enumerator's name in the
+        // full BTF. With no enumerator left it would read the next type or the string section
+        // instead, so an enum keeps at least its first enumerator.
+        let keep_first = ty
+            .kind
+            .any_enum()
+            .is_some_and(|e| !e.is_empty() && !(0..e.len()).any(kept));
         writer.copy_type(
             btf,
             &ty,
             |referenced| new_id(targets, &keys, source, referenced),
-            |index| mark.is_some_and(|m| m.keeps(index)),
+            |index| kept(index) || (keep_first && index == 0),
         )?;
     }
     Ok(Emitted {
