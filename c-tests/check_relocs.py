@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
-"""Differential checks of btfgen against the real libbpf (Debian's libbpf 1.1) and bpftool.
+"""Differential checks of btfgen against two real libbpfs and bpftool.
 
-For every pair of tests/data/manifest.txt:
-  1. relocate: `btfgen relocate --json` equals what libbpf computes (libbpf_relocs harness);
-  2. minimize: libbpf relocating with btfgen's minimized BTF as btf_custom_path gives the same
-     results as with the full target BTF (target types compared by kind and name, since ids
-     change), and where the kernel accepts the object with the full BTF it accepts it with the
-     minimized one;
+The oracles are the libbpf_relocs harness linked with libbpf 1.7 (the current release, built
+from the libbpf-sys crate's source by libbpf17.sh) and with Debian's libbpf 1.1. For every pair
+of tests/data/manifest.txt:
+  1. relocate: `btfgen relocate --json` equals what libbpf 1.7 computes, poison reasons
+     included; where 1.1 computes something else the difference is printed (and must show up
+     where a fixture exists to show it, EXPECTED_DISAGREEMENTS);
+  2. minimize: each libbpf relocating with btfgen's minimized BTF as btf_custom_path gives the
+     same results as that libbpf with the full target BTF (target types compared by kind and
+     name, since ids change), and where the kernel accepts the object with the full BTF it
+     accepts it with the minimized one;
   3. size: btfgen's minimized BTF is never larger than `bpftool gen min_core_btf`'s.
-Also one minimized BTF built from all objects that share a target, and big-endian objects
-against their little-endian twins' libbpf results (libbpf 1.1 refuses foreign byte order).
+Also one minimized BTF built from all objects that share a target, big-endian objects against
+their little-endian twins' libbpf 1.7 results (the harness skips foreign byte order), and every
+object meant for the running kernel against each real kernel BTF of KERNEL_ARCHIVES (skipped,
+loudly, where btfgen cannot read that BTF yet).
 
 Exit status 0 only if every check passed; exit 77 (skip) if the harness cannot run BPF syscalls.
 """
@@ -17,12 +23,24 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DATA = os.path.join(ROOT, "tests", "data")
-HARNESS = os.path.join(HERE, "out", "libbpf_relocs")
+# (name, harness); the first is the reference `btfgen relocate` must equal.
+ORACLES = [
+    ("libbpf 1.7", os.path.join(HERE, "out", "libbpf_relocs-1.7")),
+    ("libbpf 1.1", os.path.join(HERE, "out", "libbpf_relocs")),
+]
+REFERENCE = ORACLES[0][0]
+KEYS = ["insn", "kind", "poison", "poison_reason", "orig", "new", "target"]
+# Pairs whose fixtures exist to show a difference between libbpf 1.1 and 1.7 (object, target).
+EXPECTED_DISAGREEMENTS = {("progs/memsize.bpf.o", "targets/btf__memsize.btf")}
+# Real kernel BTFs (BTFHub-style .btf.tar.xz), each paired with the objects the manifest pairs
+# with the running kernel.
+KERNEL_ARCHIVES = ["targets/vmlinux-7.1.btf.tar.xz"]
 BTFGEN = os.environ.get("BTFGEN", os.path.join(ROOT, "target", "release", "btfgen"))
 VMLINUX = "/sys/kernel/btf/vmlinux"
 SKIP = 77
@@ -55,14 +73,14 @@ def pairs():
             )
 
 
-def libbpf(obj, target, base=None):
+def libbpf(harness, obj, target, base=None):
     """(records, loaded) from the harness; None if it skipped."""
-    args = [HARNESS, obj, target] + ([base] if base else [])
+    args = [harness, obj, target] + ([base] if base else [])
     run = subprocess.run(args, capture_output=True, text=True)
     if run.returncode == SKIP:
         return None
     if run.returncode != 0:
-        raise SystemExit(f"harness failed on {obj} {target}: {run.stderr.strip()}")
+        raise SystemExit(f"harness {harness} failed on {obj} {target}: {run.stderr.strip()}")
     records = [json.loads(l) for l in run.stdout.splitlines() if l.strip()]
     return records, "libbpf_relocs: load ok" in run.stderr
 
@@ -109,40 +127,59 @@ def compare_relocate(obj, target, base, lib):
         if o is None:
             check(False, f"{name}: missing from btfgen")
             continue
-        same(rec, o, ["insn", "kind", "poison", "orig", "new", "target"], name)
+        same(rec, o, KEYS, name)
     if not any("error" in r for r in lib):
         # libbpf stops at the first failure; without one it must have seen every record.
         check(len(lib) == len(ours), f"relocate {obj} vs {target}: {len(lib)} libbpf / {len(ours)} btfgen records")
 
 
 def compare_min(objs, target, base, tmp, full_results):
+    """Minimize `objs` for `target` once; under every oracle, relocating with the output must
+    give what that oracle gives with the full target. `full_results[oracle][obj]` is that
+    oracle's (records, loaded) with the full target."""
     label = "+".join(os.path.basename(o) for o in objs)
     out = os.path.join(tmp, "min.btf")
     ok, err = minimize(target, base, objs, out)
-    if any(any("error" in r for r in full_results[o][0]) for o in objs):
+    reference = full_results[REFERENCE]
+    if any(any("error" in r for r in reference[o][0]) for o in objs):
         check(not ok, f"min-core-btf {label} vs {target}: must fail like libbpf ({err})")
         return
     check(ok, f"min-core-btf {label} vs {target}: {err}")
     if not ok:
         return
-    for obj in objs:
-        full, full_loaded = full_results[obj]
-        got = libbpf(obj, out)
-        if got is None:
-            return
-        mini, mini_loaded = got
-        by_key = {(r["program"], r["relo"]): r for r in mini}
-        for rec in full:
-            key = (rec["program"], rec["relo"])
-            name = f"minimized ({label}) {os.path.basename(obj)} vs {os.path.basename(target)} prog {key[0]} relo #{key[1]}"
-            m = by_key.get(key)
-            if m is None:
-                check(False, f"{name}: missing with the minimized BTF")
-                continue
-            same(rec, m, ["insn", "kind", "poison", "orig", "new", "target"], name, strip_ids=True)
-        if full_loaded:
-            check(mini_loaded, f"kernel accepts {obj} with full {target} but not with the minimized BTF")
+    for oracle, harness in ORACLES:
+        for obj in objs:
+            full, full_loaded = full_results[oracle][obj]
+            got = libbpf(harness, obj, out)
+            if got is None:
+                return
+            mini, mini_loaded = got
+            by_key = {(r["program"], r["relo"]): r for r in mini}
+            for rec in full:
+                key = (rec["program"], rec["relo"])
+                name = f"{oracle}: minimized ({label}) {os.path.basename(obj)} vs {os.path.basename(target)} prog {key[0]} relo #{key[1]}"
+                m = by_key.get(key)
+                if m is None:
+                    check(False, f"{name}: missing with the minimized BTF")
+                    continue
+                same(rec, m, KEYS, name, strip_ids=True)
+            if full_loaded:
+                check(mini_loaded, f"{oracle}: kernel accepts {obj} with full {target} but not with the minimized BTF")
     return out
+
+
+def note_disagreements(obj, target, results):
+    """Print where libbpf 1.1 and 1.7 relocate differently; returns how many records differ."""
+    ref = {(r["program"], r["relo"]): r for r in results[REFERENCE][0]}
+    count = 0
+    for oracle, _ in ORACLES[1:]:
+        for rec in results[oracle][0]:
+            other = ref.get((rec["program"], rec["relo"]))
+            if other is None or any(rec.get(k) != other.get(k) for k in KEYS):
+                count += 1
+                print(f"note: {os.path.basename(obj)} vs {os.path.basename(target)} prog {rec['program']} "
+                      f"relo #{rec['relo']}: {oracle} {rec} / {REFERENCE} {other}")
+    return count
 
 
 def compare_size(objs, target, ours, tmp):
@@ -156,29 +193,57 @@ def compare_size(objs, target, ours, tmp):
     check(a <= b, f"btfgen's minimized BTF ({a} bytes) larger than bpftool's ({b} bytes) for {objs} vs {target}")
 
 
+def oracle_results(obj, target, base):
+    """Every oracle's (records, loaded) for one pair; None if the harness skipped."""
+    results = {}
+    for oracle, harness in ORACLES:
+        got = libbpf(harness, obj, target, base)
+        if got is None:
+            return None
+        results[oracle] = got
+    return results
+
+
+def check_pair(obj, target, base, tmp, results, label=None):
+    compare_relocate(obj, target, base, results[REFERENCE][0])
+    differing = note_disagreements(obj, target, results)
+    if label in EXPECTED_DISAGREEMENTS:
+        check(differing > 0, f"{label}: libbpf 1.1 and 1.7 must disagree here (the fixture's point)")
+    out = compare_min([obj], target, base, tmp, {o: {obj: r} for o, r in results.items()})
+    if out and base is None:
+        compare_size([obj], target, out, tmp)
+
+
+def btfgen_reads(path):
+    run = subprocess.run([BTFGEN, "dump", path], capture_output=True, text=True)
+    return run.returncode == 0, run.stderr.strip()
+
+
 def main():
     full_results = {}
     by_target = {}
     twins = {}
+    kernel_objs = []
     with tempfile.TemporaryDirectory() as tmp:
         for obj, target, base in pairs():
-            got = libbpf(obj, target, base)
-            if got is None:
+            if target == VMLINUX:
+                kernel_objs.append(obj)
+            results = oracle_results(obj, target, base)
+            if results is None:
                 if obj.endswith(".bpfeb.o"):
                     twins[obj] = (target, base)
                     continue
                 print(f"SKIP: libbpf harness cannot run BPF syscalls here ({obj})")
                 return SKIP
-            full_results[(obj, target, base)] = got
-            compare_relocate(obj, target, base, got[0])
-            out = compare_min([obj], target, base, tmp, {obj: got})
-            if out and base is None:
-                compare_size([obj], target, out, tmp)
-            by_target.setdefault((target, base), {})[obj] = got
-        for (target, base), results in by_target.items():
-            objs = sorted(o for o, r in results.items() if not any("error" in x for x in r[0]))
+            full_results[(obj, target, base)] = results
+            label = (os.path.relpath(obj, DATA), os.path.relpath(target, DATA))
+            check_pair(obj, target, base, tmp, results, label)
+            by_target.setdefault((target, base), {})[obj] = results
+        for (target, base), per_obj in by_target.items():
+            objs = sorted(o for o, r in per_obj.items() if not any("error" in x for x in r[REFERENCE][0]))
             if len(objs) > 1:
-                out = compare_min(objs, target, base, tmp, results)
+                out = compare_min(objs, target, base, tmp,
+                                  {o: {obj: per_obj[obj][o] for obj in objs} for o, _ in ORACLES})
                 if out and base is None:
                     compare_size(objs, target, out, tmp)
         # Big-endian objects: same records as their little-endian twins, so libbpf's results
@@ -190,14 +255,33 @@ def main():
                 print(f"note: {os.path.basename(obj)} has no little-endian reference; checked by unit tests only")
                 continue
             ours = btfgen_relocate(obj, target, base)
-            for rec in ref[0]:
+            for rec in ref[REFERENCE][0]:
                 key = (rec["program"], rec["relo"])
                 o = ours.get(key)
                 name = f"big-endian {os.path.basename(obj)} vs {os.path.basename(target)} prog {key[0]} relo #{key[1]}"
                 if o is None:
                     check(False, f"{name}: missing")
                 else:
-                    same(rec, o, ["insn", "kind", "poison", "orig", "new", "target"], name, strip_ids=True)
+                    same(rec, o, KEYS, name, strip_ids=True)
+        # Real kernel BTFs, unpacked here; every object meant for the running kernel.
+        for archive in KERNEL_ARCHIVES:
+            path = os.path.join(DATA, archive)
+            with tarfile.open(path, "r:xz") as tar:
+                member = next(m for m in tar.getmembers() if m.isfile())
+                target = os.path.join(tmp, os.path.basename(member.name))
+                with open(target, "wb") as f:
+                    f.write(tar.extractfile(member).read())
+            readable, err = btfgen_reads(target)
+            if not readable:
+                print(f"SKIP: {archive}: btfgen cannot read this kernel BTF yet ({err}); "
+                      f"its {len(kernel_objs)} differential pairs NOT CHECKED")
+                continue
+            for obj in kernel_objs:
+                results = oracle_results(obj, target, None)
+                if results is None:
+                    print(f"SKIP: libbpf harness cannot run BPF syscalls here ({obj})")
+                    return SKIP
+                check_pair(obj, target, None, tmp, results)
     print(f"check_relocs: {passes} passed, {len(failures)} failed")
     return 1 if failures else 0
 

@@ -10,8 +10,12 @@
  * JSON object per line on stdout, sorted by (program, relo):
  *
  *   {"program": "p", "relo": 0, "insn": 3, "kind": "byte_off",
- *    "poison": false, "orig": 16, "new": 24,
+ *    "poison": false, "poison_reason": null, "orig": 16, "new": 24,
  *    "target": "[12] struct foo"}             (+ "error": "..." on failure)
+ *
+ * libbpf does not say why it poisons; "poison_reason" is read from its log:
+ * "size_not_adjustable" after its "accesses field incorrectly" warning,
+ * "no_candidate" when it tried no candidate type at all, else "no_match".
  *
  * Loading the programs may fail after relocation (the fixtures are not all
  * meant to pass the verifier); that is reported on stderr and ignored.
@@ -316,6 +320,8 @@ struct relo {
 	int idx;
 	const char *kind;
 	bool poison;
+	bool saw_cand;	  /* libbpf tried at least one candidate type */
+	bool memsz_warn;  /* libbpf refused to resize a load/store */
 	bool has_vals;
 	unsigned long long orig, new_val;
 	char *target;
@@ -435,6 +441,8 @@ static void parse_relo_line(enum libbpf_print_level level, const char *line)
 					r->kind = kind_names[i];
 			free(name);
 		}
+	} else if (starts_with(msg, "non-matching candidate #")) {
+		r->saw_cand = true;
 	} else if (starts_with(msg, "matching candidate #")) {
 		const char *p = msg + strlen("matching candidate #");
 
@@ -447,6 +455,7 @@ static void parse_relo_line(enum libbpf_print_level level, const char *line)
 			if (p && p[1] == ' ')
 				p += 2;
 		}
+		r->saw_cand = true;
 		if (p && !r->target)
 			r->target = parse_type_ref(p);
 	} else if (starts_with(msg, "patched insn #")) {
@@ -466,6 +475,8 @@ static void parse_relo_line(enum libbpf_print_level level, const char *line)
 			r->orig = a;
 			r->new_val = b;
 		}
+	} else if (strstr(msg, "accesses field incorrectly")) {
+		r->memsz_warn = true;
 	} else if (starts_with(msg, "substituting insn #")) {
 		r->poison = true;
 		note_insn(r, strtol(msg + strlen("substituting insn #"), NULL, 10));
@@ -717,6 +728,12 @@ int main(int argc, char **argv)
 		json_str(r->prog);
 		printf(", \"relo\": %d, \"insn\": %u, \"kind\": \"%s\", \"poison\": %s, ", r->idx,
 		       r->rec->prog_insn, r->kind, r->poison ? "true" : "false");
+		if (!r->poison)
+			printf("\"poison_reason\": null, ");
+		else
+			printf("\"poison_reason\": \"%s\", ",
+			       r->memsz_warn ? "size_not_adjustable" :
+			       r->saw_cand   ? "no_match" : "no_candidate");
 		if (r->has_vals && !r->poison)
 			printf("\"orig\": %llu, \"new\": %llu, ", r->orig, r->new_val);
 		else

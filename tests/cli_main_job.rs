@@ -88,6 +88,7 @@ fn relocate_json_reports_every_relocation_with_the_documented_keys() {
                 "local_type",
                 "access",
                 "poison",
+                "poison_reason",
                 "orig",
                 "new",
                 "target",
@@ -100,6 +101,12 @@ fn relocate_json_reports_every_relocation_with_the_documented_keys() {
             }
             assert!(r["relo"].is_u64() && r["insn"].is_u64(), "{r}");
             assert!(r["poison"].is_boolean(), "{r}");
+            assert_eq!(
+                r["poison"].as_bool().unwrap(),
+                ["no_candidate", "no_match", "size_not_adjustable"]
+                    .contains(&r["poison_reason"].as_str().unwrap_or("")),
+                "a poisoned relocation, and only one, names its reason: {r}"
+            );
             if let Some(t) = r["target"].as_str() {
                 assert!(t.starts_with('['), "target is `[ID] kind name`: {r}");
             }
