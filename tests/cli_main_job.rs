@@ -170,6 +170,11 @@ fn min_core_btf_output_is_valid_deterministic_and_small() {
             "{}: every name offset starts a string",
             obj.display()
         );
+        assert!(
+            !names::last_type_reads_as_signed(&outputs[0]),
+            "{}: libbpf <= 1.2 would read the last type as signed",
+            obj.display()
+        );
         let size = |p: &Path| std::fs::metadata(p).unwrap().len() as usize;
         let input_len = size(&target) + base.as_deref().map_or(0, size);
         assert!(

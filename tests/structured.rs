@@ -131,6 +131,10 @@ fn check(tally: &mut Tally, what: &str, target: &[u8], objects: &[&[u8]]) {
                 None,
                 "{what}: a name offset in the minimized BTF is not the start of a string"
             );
+            assert!(
+                !names::last_type_reads_as_signed(&bytes),
+                "{what}: libbpf <= 1.2 would read the last type as signed"
+            );
             tally.ok += 1;
         }
         Err((stage, e)) => {

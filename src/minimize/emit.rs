@@ -5,7 +5,7 @@
 
 use super::marks::{Marks, TypeKey};
 use crate::btf::write::BtfWriter;
-use crate::btf::{Kind, TypeKind, follow_chain};
+use crate::btf::{Kind, Type, TypeKind, follow_chain};
 use crate::core::{BtfSource, Targets};
 use crate::error::{Error, Result};
 use alloc::vec::Vec;
@@ -78,6 +78,51 @@ fn array_index_type(targets: &Targets<'_>, keys: &mut Vec<TypeKey>) -> Result<Op
     }
 }
 
+/// Whether a type has no data after its 12-byte header where libbpf up to 1.2 reads an int
+/// encoding anyway: it answers `signed` for a field of any type from that word (an unsigned
+/// enum's first enumerator, else the next type's name in the full BTF).
+fn nothing_after_header(ty: &Type<'_>) -> bool {
+    matches!(ty.kind, TypeKind::Float { .. }) || ty.kind.any_enum().is_some_and(|e| e.is_empty())
+}
+
+/// The output's last type has nothing after its header, so libbpf up to 1.2 reads the start
+/// of the string section as its int encoding: a NUL, then the first string. On a
+/// little-endian host the word's top byte, bit 0 of which is `BTF_INT_SIGNED`, is that
+/// string's third byte (its NUL for a two-byte string). Strings are laid out in the order first
+/// added, so add first a type name the output holds anyway whose third byte is even; failing
+/// that, a one-byte filler and a name whose first byte is even; failing that, a two-byte
+/// filler. (bpftool's output has the same flaw and no remedy.)
+fn lead_with_even_third_byte(
+    writer: &mut BtfWriter,
+    targets: &Targets<'_>,
+    keys: &[TypeKey],
+) -> Result<()> {
+    let even = |b: Option<&u8>| b.is_none_or(|b| b & 1 == 0);
+    let mut even_first = None;
+    for &(source, id) in keys {
+        let btf = targets.btf(source);
+        let name = btf.name(btf.type_by_id(id)?.name_off)?;
+        let bytes = name.as_bytes();
+        if bytes.len() >= 2 && even(bytes.get(2)) {
+            writer.add_string(name)?;
+            return Ok(());
+        }
+        if even_first.is_none() && bytes.first().is_some_and(|&b| b & 1 == 0) {
+            even_first = Some(name);
+        }
+    }
+    match even_first {
+        Some(name) => {
+            writer.add_string("_")?;
+            writer.add_string(name)?;
+        }
+        None => {
+            writer.add_string("__")?;
+        }
+    }
+    Ok(())
+}
+
 /// Write every marked type.
 pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
     let mut keys = marks.sorted_keys()?;
@@ -93,6 +138,11 @@ pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
     }
     let index_type = array_index_type(targets, &mut keys)?;
     let mut writer = BtfWriter::new(targets.main().endian())?;
+    if let Some(&(source, id)) = keys.last()
+        && nothing_after_header(&targets.btf(source).type_by_id(id)?)
+    {
+        lead_with_even_third_byte(&mut writer, targets, &keys)?;
+    }
     for key in &keys {
         let (source, id) = *key;
         let btf = targets.btf(source);

@@ -32,3 +32,30 @@ pub fn name_not_at_string_start(btf: &Btf<'_>) -> Option<(u32, u32)> {
     }
     None
 }
+
+/// Whether libbpf up to 1.2, on a little-endian host, would read the BTF's last type as signed
+/// when it has nothing after its header (a float, a value-less enum): it takes the word after
+/// the header, here the start of the string section, as an int encoding (`BTF_INT_SIGNED` is
+/// bit 24). In the full BTF that word is the next type's name, never signed.
+pub fn last_type_reads_as_signed(raw: &[u8]) -> bool {
+    let btf = Btf::parse(raw).expect("BTF parses");
+    let last = btf.type_by_id(btf.type_cnt() - 1).expect("last type");
+    let bare = matches!(last.kind, TypeKind::Float { .. })
+        || last.kind.any_enum().is_some_and(|e| e.is_empty());
+    if !bare {
+        return false;
+    }
+    let word = |at: usize| {
+        let b: [u8; 4] = raw[at..at + 4].try_into().unwrap();
+        match btf.endian() {
+            btfgen::btf::Endianness::Little => u32::from_le_bytes(b),
+            btfgen::btf::Endianness::Big => u32::from_be_bytes(b),
+        }
+    };
+    let strings = word(4) as usize + word(16) as usize;
+    let mut next = [0u8; 4];
+    for (i, b) in raw[strings..].iter().take(4).enumerate() {
+        next[i] = *b;
+    }
+    (u32::from_le_bytes(next) >> 24) & 1 == 1
+}
