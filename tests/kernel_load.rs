@@ -344,6 +344,37 @@ fn kernel_side_and_user_space_core_load_the_same_program() {
     }
 }
 
+/// Kernel-side CO-RE sizes a load through an array member by one element, as libbpf 1.6+ and
+/// btfgen do: `kmemsize.bpf.o` reads `*t->comm` with `comm` declared 8 bytes long (16 in the
+/// kernel), which libbpf 1.1 poisons. Kernels older than the fix poison it too (their verifier
+/// log says the instruction "accesses field incorrectly"); those are named and skipped.
+#[test]
+fn kernel_side_core_sizes_array_loads_by_the_element() {
+    if let Some(reason) = bpf_refused() {
+        println!("SKIP: {reason}");
+        return;
+    }
+    let object = "progs/kmemsize.bpf.o";
+    let data = std::fs::read(data_dir().join(object)).unwrap();
+    let obj = BpfObject::parse(&data).unwrap();
+    let local = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
+    let kernel = kernel_core(&obj, &local).unwrap();
+    let btf_fd = btf_load(&kernel.btf).unwrap();
+    if let Err(e) = load(&kernel, &kernel.programs[0], &btf_fd)
+        && e.to_string().contains("accesses field incorrectly")
+    {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        println!(
+            "SKIP: kernel {} sizes loads through array members by the whole array (libbpf \
+             1.1's rule): it predates the fix",
+            release.trim()
+        );
+        return;
+    }
+    let vmlinux = std::fs::read(VMLINUX).unwrap();
+    load_both_ways(object, &vmlinux);
+}
+
 /// A bpffs directory for one test's pins, removed on drop.
 struct PinDir(PathBuf);
 
