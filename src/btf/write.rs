@@ -1,8 +1,10 @@
 //! Building new BTF: append types (ids from 1), deduplicated strings, serialize to the standard
-//! raw format in either byte order. Strings are deduplicated whole only: every name offset
-//! points at the start of a string, which some loaders require (cilium/ebpf rejects an offset
-//! into the middle of one, so a string stored as the tail of another is not an option). [`BtfWriter::copy_type`] re-encodes a parsed type with
+//! raw format in either byte order. [`BtfWriter::copy_type`] re-encodes a parsed type with
 //! remapped ids and a member filter, which is all the minimizer needs.
+//!
+//! Strings are deduplicated whole only: every name offset points at the start of a string.
+//! cilium/ebpf rejects an offset into the middle of one, so a string is never stored as the
+//! tail of another.
 
 use super::types::{Type, TypeKind};
 use super::{Btf, Endianness, HEADER_LEN, Kind, MAGIC, MAX_NAME_OFFSET, MAX_TYPE_ID};

@@ -415,6 +415,37 @@ mod tests {
         }
     }
 
+    /// Load/store sizes of array fields follow libbpf 1.6+ (`bpf_core_calc_field_relo`): the
+    /// innermost element's size, through typedefs and modifiers; other fields their own size.
+    #[test]
+    fn element_size_is_the_innermost_element() {
+        let mut w = BtfWriter::new(Endianness::Little).unwrap();
+        let int = w.begin_type("int", Kind::Int, false, 0, 4).unwrap();
+        w.push_word((1 << 24) | 32).unwrap();
+        let char_ = w.begin_type("char", Kind::Int, false, 0, 1).unwrap();
+        w.push_word(8).unwrap();
+        let array = |w: &mut BtfWriter, elem: u32, n: u32| {
+            let id = w.begin_type("", Kind::Array, false, 0, 0).unwrap();
+            for word in [elem, int, n] {
+                w.push_word(word).unwrap();
+            }
+            id
+        };
+        let row = array(&mut w, int, 3);
+        let grid = array(&mut w, row, 2);
+        let comm = array(&mut w, char_, 16);
+        let row_t = w.begin_type("row_t", Kind::Typedef, false, 0, row).unwrap();
+        let const_row = w.begin_type("", Kind::Const, false, 0, row_t).unwrap();
+        let rows = array(&mut w, const_row, 4);
+        let data = w.finish().unwrap();
+        let btf = Btf::parse(&data).unwrap();
+        assert_eq!(element_size(&btf, int).unwrap(), 4);
+        assert_eq!(element_size(&btf, grid).unwrap(), 4);
+        assert_eq!(element_size(&btf, comm).unwrap(), 1);
+        assert_eq!(element_size(&btf, rows).unwrap(), 4);
+        assert_eq!(btf.resolve_size(rows).unwrap(), 48);
+    }
+
     /// libbpf's bitfield formulas (relo_core.c, `bpf_core_calc_field_relo`): the load covers
     /// the bitfield with the smallest power-of-two size at a multiple of that size; the left
     /// shift depends on the byte order the program runs with, the right shift does not. The

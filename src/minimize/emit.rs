@@ -1,7 +1,6 @@
 //! Writing the minimized BTF: the marked types in a fixed order (main BTF by id, then each
 //! module by id), ids remapped, structs/unions/enums cut down to their marked entries (an enum
-//! to at least one). Output
-//! depends only on the marks, never on hash order.
+//! to at least one). Output depends only on the marks, never on hash order.
 
 use super::marks::{Marks, TypeKey};
 use crate::btf::write::BtfWriter;
@@ -183,4 +182,63 @@ pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
         bytes: writer.finish()?,
         keys,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::{Btf, Endianness};
+
+    /// The string section `lead_with_even_third_byte` starts for types named `names` (floats),
+    /// as libbpf up to 1.2 reads its first word on a little-endian host: the top byte's bit 0
+    /// is `BTF_INT_SIGNED` (0x01000000 in the type's int encoding word).
+    fn leading_strings(names: &[&str]) -> Vec<u8> {
+        let mut w = BtfWriter::new(Endianness::Little).unwrap();
+        for name in names {
+            w.begin_type(name, Kind::Float, false, 0, 8).unwrap();
+        }
+        let data = w.finish().unwrap();
+        let btf = Btf::parse(&data).unwrap();
+        let targets = Targets::new(&btf);
+        let keys: Vec<TypeKey> = (1..=names.len() as u32)
+            .map(|id| (BtfSource::Main, id))
+            .collect();
+        let mut out = BtfWriter::new(Endianness::Little).unwrap();
+        lead_with_even_third_byte(&mut out, &targets, &keys).unwrap();
+        out.finish().unwrap()[24..].to_vec()
+    }
+
+    fn reads_signed(strings: &[u8]) -> bool {
+        let mut word = [0u8; 4];
+        for (w, b) in word.iter_mut().zip(strings) {
+            *w = *b;
+        }
+        u32::from_le_bytes(word) & 0x0100_0000 != 0
+    }
+
+    #[test]
+    fn string_section_never_starts_as_a_signed_encoding() {
+        // "double" and "float" have an odd third byte ('u', 'o'): read first, they say signed.
+        assert!(reads_signed(b"\0double\0"));
+        assert!(reads_signed(b"\0float\0"));
+        // A name the output holds anyway, with an even third byte: no extra bytes.
+        assert_eq!(
+            leading_strings(&["double", "long double"]),
+            b"\0long double\0"
+        );
+        // A two-byte name: its NUL is the third byte.
+        assert_eq!(leading_strings(&["float", "xy"]), b"\0xy\0");
+        // Only odd third bytes: a one-byte filler, then a name starting with an even byte.
+        assert_eq!(leading_strings(&["float", "double"]), b"\0_\0float\0");
+        // Odd everywhere ('a' is odd): a two-byte filler.
+        assert_eq!(leading_strings(&["aaa"]), b"\0__\0");
+        for names in [
+            &["double", "long double"][..],
+            &["float", "xy"],
+            &["float", "double"],
+            &["aaa"],
+        ] {
+            assert!(!reads_signed(&leading_strings(names)), "{names:?}");
+        }
+    }
 }
