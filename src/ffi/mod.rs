@@ -132,9 +132,10 @@ pub struct bpf_object {
 impl bpf_object {
     /// Validate the ELF, its `.BTF.ext` and (when present) its `.BTF`.
     fn open(data: Vec<u8>, name: String) -> Result<bpf_object, Errno> {
-        let obj = BpfObject::parse(&data)?;
+        let rejected = || print::warn_rejected("invalid BPF object", &name);
+        let obj = BpfObject::parse(&data).map_err(rejected())?;
         if let Some(local) = obj.btf_bytes() {
-            Btf::parse(local)?;
+            Btf::parse(local).map_err(rejected())?;
         }
         Ok(bpf_object { name, data })
     }
@@ -272,6 +273,13 @@ fn new_reloc_info(path: &std::path::Path) -> Result<btf_reloc_info, Errno> {
         session,
         poisoned: false,
     })
+}
+
+/// Warn that the BTF at `path` was rejected (its errno passes through).
+fn warn_invalid_btf(e: Errno, path: &std::path::Path) -> Errno {
+    let error = std::io::Error::from_raw_os_error(e.0);
+    crate::log::bad_input("invalid BTF", &path.display(), &error);
+    e
 }
 
 /// The raw BTF in `data`: `data` itself, or its `.BTF` section when it is an ELF file.
@@ -515,7 +523,9 @@ pub unsafe extern "C" fn btf__parse(path: *const c_char, btf_ext: *mut *mut btf_
         }
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         let path = unsafe { files::c_path(path) }?;
-        BtfData::new_handle(raw_btf(files::read(path)?)?, None)
+        let raw = raw_btf(files::read(path)?)
+            .map_err(|e| warn_invalid_btf(e, path))?;
+        BtfData::new_handle(raw, None).map_err(|e| warn_invalid_btf(e, path))
     })
 }
 
@@ -543,7 +553,9 @@ pub unsafe extern "C" fn btf__parse_split(path: *const c_char, base_btf: *mut bt
             // (refused by its tag).
             Some(Arc::clone(&unsafe { handle::get(base_btf) }?.data))
         };
-        BtfData::new_handle(raw_btf(files::read(path)?)?, base)
+        let raw = raw_btf(files::read(path)?)
+            .map_err(|e| warn_invalid_btf(e, path))?;
+        BtfData::new_handle(raw, base).map_err(|e| warn_invalid_btf(e, path))
     })
 }
 
@@ -600,8 +612,10 @@ pub unsafe extern "C" fn btf__type_cnt(btf: *const btf) -> u32 {
     })
 }
 
-/// Writes the raw bytes of `btf` to `path` atomically: a temporary file in the same directory,
-/// then `rename()`, so `path` is never left partly written (BTFGen's `btf__save_to_file`).
+/// Writes the raw bytes of `btf` to `path` (BTFGen's `btf__save_to_file`), with
+/// `fopen(path, "w")`'s file semantics: a symbolic link is written through, a new file gets
+/// mode `0666 & ~umask`, an existing file keeps its mode. Atomic: a temporary file beside the
+/// resolved target, then `rename()`, so the target is never left partly written.
 ///
 /// Returns 0, or a negative errno: `-EINVAL` (NULL argument), or the errno of the failing
 /// `open`/`write`/`fsync`/`rename` (`-ENOENT`, `-EACCES`, `-EISDIR`, ...).
