@@ -119,7 +119,12 @@ mod tests {
         std::os::unix::fs::symlink("hop", &link).unwrap();
         std::os::unix::fs::symlink("target", &hop).unwrap();
         write_atomic(&link, b"through", Durability::Unsynced).unwrap();
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(std::fs::read(dir.join("target")).unwrap(), b"through");
 
         // A link cycle is ELOOP, and nothing is written.

@@ -97,7 +97,13 @@ fn debug_log_has_one_spec_line_per_relocation() {
         assert!(!quiet_err.contains("libbpf: "), "{quiet_err}");
         if quiet.status.success() {
             assert_eq!(quiet_err, "");
-            assert!(normal_err.lines().last().unwrap().starts_with("btfgen: 1 object(s)"));
+            assert!(
+                normal_err
+                    .lines()
+                    .last()
+                    .unwrap()
+                    .starts_with("btfgen: 1 object(s)")
+            );
         } else {
             assert_eq!(quiet_err.lines().count(), 1, "{quiet_err}");
             assert!(normal_err.contains("ambiguity"), "{normal_err}");

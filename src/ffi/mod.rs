@@ -523,8 +523,7 @@ pub unsafe extern "C" fn btf__parse(path: *const c_char, btf_ext: *mut *mut btf_
         }
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         let path = unsafe { files::c_path(path) }?;
-        let raw = raw_btf(files::read(path)?)
-            .map_err(|e| warn_invalid_btf(e, path))?;
+        let raw = raw_btf(files::read(path)?).map_err(|e| warn_invalid_btf(e, path))?;
         BtfData::new_handle(raw, None).map_err(|e| warn_invalid_btf(e, path))
     })
 }
@@ -553,8 +552,7 @@ pub unsafe extern "C" fn btf__parse_split(path: *const c_char, base_btf: *mut bt
             // (refused by its tag).
             Some(Arc::clone(&unsafe { handle::get(base_btf) }?.data))
         };
-        let raw = raw_btf(files::read(path)?)
-            .map_err(|e| warn_invalid_btf(e, path))?;
+        let raw = raw_btf(files::read(path)?).map_err(|e| warn_invalid_btf(e, path))?;
         BtfData::new_handle(raw, base).map_err(|e| warn_invalid_btf(e, path))
     })
 }
