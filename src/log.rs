@@ -12,10 +12,52 @@
 //! nor a trailing newline: sinks that mimic libbpf's output add both.
 //!
 //! Nothing is formatted unless a logger enabled the message's level.
+//!
+//! A Rust program collecting the debug log with a callback of its own:
+//!
+//! ```
+//! use btfgen::btf::Btf;
+//! use btfgen::core::Targets;
+//! use btfgen::minimize::RelocInfo;
+//! use btfgen::object::BpfObject;
+//! use std::sync::Mutex;
+//!
+//! static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+//!
+//! struct Collect;
+//! impl log::Log for Collect {
+//!     fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+//!         m.target() == btfgen::log::TARGET
+//!     }
+//!     fn log(&self, record: &log::Record<'_>) {
+//!         LINES.lock().unwrap().push(record.args().to_string());
+//!     }
+//!     fn flush(&self) {}
+//! }
+//!
+//! log::set_logger(&Collect).unwrap();
+//! log::set_max_level(log::LevelFilter::Debug);
+//!
+//! let target = include_bytes!("../tests/data/targets/btf__fields.btf");
+//! let object = include_bytes!("../tests/data/progs/fields.bpf.o");
+//! let main = Btf::parse(target)?;
+//! let obj = BpfObject::parse(object)?;
+//! let local = Btf::parse(obj.btf_bytes().unwrap())?;
+//! RelocInfo::new(Targets::new(&main)).add_object("fields", &obj, &local)?;
+//!
+//! // Exactly what libbpf 1.1 logs for this relocation (after its "libbpf: " prefix).
+//! let lines = LINES.lock().unwrap();
+//! assert!(lines.contains(
+//!     &"prog 'fields_read': relo #0: <byte_off> [5] struct fld_sample.a (0:0 @ offset 0)".into()
+//! ));
+//! # Ok::<(), btfgen::Error>(())
+//! ```
 
 use crate::btf::{Btf, Kind};
 use crate::core::calc::Resolution;
-use crate::core::patch::Patched;
+use crate::core::patch::{
+    CLASS_ALU, CLASS_ALU64, CLASS_LD, CLASS_LDX, CLASS_ST, CLASS_STX, LD_IMM64, Patched,
+};
 use crate::core::{BtfSource, Candidate, RelocKind, Spec, Targets};
 use ::log::Level;
 use core::fmt;
@@ -255,13 +297,6 @@ pub(crate) fn patched(
     res: &Resolution,
     patched: Patched,
 ) {
-    const CLASS_LD: u8 = 0x00;
-    const CLASS_LDX: u8 = 0x01;
-    const CLASS_ST: u8 = 0x02;
-    const CLASS_STX: u8 = 0x03;
-    const CLASS_ALU: u8 = 0x04;
-    const CLASS_ALU64: u8 = 0x07;
-    const LD_IMM64: u8 = 0x18;
     let class = code & 0x07;
     let memory = matches!(class, CLASS_LDX | CLASS_ST | CLASS_STX);
     let at = format_args!("prog '{program}': relo #{relo}:");

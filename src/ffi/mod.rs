@@ -268,7 +268,7 @@ unsafe fn object_name_opt(opts: *const bpf_object_open_opts) -> Result<Option<St
 fn new_reloc_info(path: &std::path::Path) -> Result<btf_reloc_info, Errno> {
     let bytes = files::read(path)?;
     let session =
-        Session::new(bytes).map_err(print::warn_rejected("target BTF", &path.display()))?;
+        Session::new(bytes).map_err(print::warn_rejected("invalid target BTF", &path.display()))?;
     Ok(btf_reloc_info {
         session,
         poisoned: false,
