@@ -75,6 +75,24 @@ header_c99() {
         g++ -Wall -Werror -I"$ROOT/include" -x c++ -fsyntax-only "$TMP/h.c"
 }
 
+# Each compatibility header alone, as libbpf's include paths: it brings what libbpf's own
+# header would (va_list, bool, size_t, uint32_t, FILE, memcpy) and all of btfgen's API.
+compat_headers() {
+    local h
+    for h in bpf/libbpf.h bpf/btf.h; do
+        printf '#include <%s>\n%s\n' "$h" \
+            'static int print(enum libbpf_print_level l, const char *f, va_list a)
+{ (void)l; return vfprintf(stderr, f, a); }
+int main(void) { bool b = true; size_t n = 1; uint32_t sz = 0; char x[2];
+memcpy(x, "a", 2); libbpf_set_print(print);
+return b && n && !btf__raw_data(NULL, &sz) && x[0] == 97 ? 0 : 1; }' >"$TMP/compat.c"
+        echo "$h:"
+        gcc -std=c99 -Wall -Wextra -Werror -pedantic -I"$ROOT/include" -I"$ROOT/include/btfgen" \
+            -o "$TMP/compat" "$TMP/compat.c" -L"$LIB" -lbtfgen -Wl,-rpath,"$LIB" &&
+            "$TMP/compat" || return 1
+    done
+}
+
 header_fresh() {
     if ! command -v cbindgen >/dev/null; then
         skip "cbindgen not installed (cargo install cbindgen --locked --version 0.29.4)"
@@ -91,6 +109,8 @@ install_() {
         [[ -e $dest/usr/$f ]] || { echo "missing $dest/usr/$f"; return 1; }
     done
     grep -qx 'prefix=/usr' "$dest/usr/lib/pkgconfig/btfgen.pc" || return 1
+    # Never over libbpf-dev's headers (/usr/include/bpf).
+    [[ ! -e $dest/usr/include/bpf ]] || { echo "installed into /usr/include/bpf"; return 1; }
     # A client built from an installed prefix through pkg-config.
     make -s -C "$ROOT" install PREFIX="$prefix" >/dev/null || return 1
     if ! command -v pkg-config >/dev/null; then
@@ -169,6 +189,7 @@ case_ soname soname
 case_ header-c99 header_c99
 case_ header-cxx "$OUT/header-cxx"
 case_ header-fresh header_fresh
+case_ compat-headers compat_headers
 case_ install install_
 
 # --- the client flow against `btfgen min-core-btf` -----------------------------------------
