@@ -6,12 +6,14 @@
 #                       (glibc included), which starts ~0.5 ms faster than the dynamically
 #                       linked one `cargo build` makes (benches/README.md)
 #   make lib            target/release/libbtfgen.so.1 (SONAME libbtfgen.so.1, every symbol
-#                       versioned BTFGEN_0.1 by capi.map), the libbtfgen.so symlink, and
+#                       versioned by capi.map), the libbtfgen.so symlink, and
 #                       target/release/libbtfgen.a
 #   make header         regenerate include/btfgen.h with cbindgen $(CBINDGEN_VERSION)
 #                       (cargo install cbindgen --locked --version $(CBINDGEN_VERSION))
 #   make check-header   fail if include/btfgen.h differs from what cbindgen generates
-#   make install        lib + header + btfgen.pc into $(DESTDIR)$(PREFIX)
+#   make install        lib + header + btfgen.pc into $(DESTDIR)$(PREFIX); the compatibility
+#                       headers <bpf/libbpf.h>, <bpf/btf.h> go to INCLUDEDIR/btfgen/bpf/ (on the
+#                       include path through btfgen.pc, never over libbpf-dev's /usr/include/bpf)
 #   make uninstall
 #   make -C c-tests/abi check   the C tests of the library
 #
@@ -82,6 +84,9 @@ install: lib
 	ln -sfn $(SONAME) $(DESTDIR)$(LIBDIR)/libbtfgen.so
 	install -m 644 $(OUT)/libbtfgen.a $(DESTDIR)$(LIBDIR)/libbtfgen.a
 	install -m 644 include/btfgen.h $(DESTDIR)$(INCLUDEDIR)/btfgen.h
+	install -d $(DESTDIR)$(INCLUDEDIR)/btfgen/bpf
+	install -m 644 include/btfgen/bpf/libbpf.h include/btfgen/bpf/btf.h \
+		$(DESTDIR)$(INCLUDEDIR)/btfgen/bpf/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		-e 's|@LIBS_PRIVATE@|$(RUST_NATIVE_LIBS)|' btfgen.pc.in \
@@ -91,4 +96,6 @@ install: lib
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libbtfgen.so \
 		$(DESTDIR)$(LIBDIR)/libbtfgen.a $(DESTDIR)$(INCLUDEDIR)/btfgen.h \
-		$(DESTDIR)$(PKGCONFIGDIR)/btfgen.pc
+		$(DESTDIR)$(PKGCONFIGDIR)/btfgen.pc \
+		$(DESTDIR)$(INCLUDEDIR)/btfgen/bpf/libbpf.h $(DESTDIR)$(INCLUDEDIR)/btfgen/bpf/btf.h
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/btfgen/bpf $(DESTDIR)$(INCLUDEDIR)/btfgen 2>/dev/null

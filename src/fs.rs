@@ -3,7 +3,7 @@
 use std::format;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -19,11 +19,45 @@ pub enum Durability {
     Unsynced,
 }
 
-/// Write `bytes` to `path` atomically: into a new temporary file in the same directory, then
-/// renamed over `path`. On failure the temporary file is removed and `path` is untouched.
+/// Symbolic links followed before a path is given up on, as the kernel's `ELOOP` limit.
+const MAX_SYMLINKS: usize = 40;
+
+/// The file `path` names after following symbolic links in its last component (a dangling
+/// link gives the path it points to): where `fopen(path, "w")` would write.
+fn resolve_symlinks(path: &Path) -> io::Result<PathBuf> {
+    let mut path = path.to_path_buf();
+    for _ in 0..MAX_SYMLINKS {
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path)?;
+                // A relative target is relative to the link's directory.
+                path = match path.parent() {
+                    Some(dir) => dir.join(target),
+                    None => target,
+                };
+            }
+            _ => return Ok(path),
+        }
+    }
+    Err(io::Error::from_raw_os_error(ELOOP))
+}
+
+/// Linux's `ELOOP` (the same on every architecture; `libc` is not a dependency of `std`).
+const ELOOP: i32 = 40;
+
+/// Write `bytes` to `path` atomically, with the file semantics of `fopen(path, "w")`: a symbolic
+/// link is written through (its target is replaced, the link stays), a new file gets mode
+/// `0666 & ~umask`, an existing file keeps its mode. The bytes go into a new temporary file in
+/// the target's directory, renamed over the target; on failure the temporary file is removed
+/// and the target is untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
     // Unique per process and call, so threads writing side by side never share a name.
     static SEQUENCE: AtomicU32 = AtomicU32::new(0);
+    let path = &resolve_symlinks(path)?;
+    let existing_mode = std::fs::metadata(path)
+        .ok()
+        .filter(|meta| meta.is_file())
+        .map(|meta| meta.permissions().mode() & 0o7777);
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
@@ -38,12 +72,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> io::Re
         std::process::id()
     ));
     let result = (|| {
-        // `create_new`: never follow or reuse a file someone else put there.
+        // `create_new`: never follow or reuse a file someone else put there. The kernel applies
+        // the umask to the 0666, as for `fopen`.
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o644)
+            .mode(0o666)
             .open(&tmp)?;
+        if let Some(mode) = existing_mode {
+            // Set explicitly, so the umask does not apply: the file keeps exactly its mode.
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
         file.write_all(bytes)?;
         if durability == Durability::Synced {
             file.sync_all()?;
@@ -54,4 +93,52 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> io::Re
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_through_symlinks_and_keeps_modes() {
+        let dir = std::env::temp_dir().join(format!("btfgen-fs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+
+        // An existing file keeps its mode.
+        let kept = dir.join("kept");
+        std::fs::write(&kept, b"old").unwrap();
+        std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&kept, b"new", Durability::Unsynced).unwrap();
+        assert_eq!(std::fs::read(&kept).unwrap(), b"new");
+        assert_eq!(mode(&kept), 0o600);
+
+        // A symlink (relative, two hops, the last dangling) is written through and stays a link.
+        let link = dir.join("link");
+        let hop = dir.join("hop");
+        std::os::unix::fs::symlink("hop", &link).unwrap();
+        std::os::unix::fs::symlink("target", &hop).unwrap();
+        write_atomic(&link, b"through", Durability::Unsynced).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read(dir.join("target")).unwrap(), b"through");
+
+        // A link cycle is ELOOP, and nothing is written.
+        let cycle = dir.join("cycle");
+        std::os::unix::fs::symlink("cycle", &cycle).unwrap();
+        let err = write_atomic(&cycle, b"x", Durability::Unsynced).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(ELOOP));
+
+        let mut names: std::vec::Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["cycle", "hop", "kept", "link", "target"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -26,6 +26,7 @@ mod fallible;
 pub mod ffi;
 #[cfg(feature = "std")]
 pub mod fs;
+pub mod log;
 pub mod minimize;
 pub mod object;
 

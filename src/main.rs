@@ -10,6 +10,12 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "btfgen", version, about)]
 struct Args {
+    /// Print libbpf's debug log of every CO-RE relocation on stderr (as `bpftool -d`).
+    #[arg(short, long, global = true, conflicts_with = "quiet")]
+    debug: bool,
+    /// Print errors only: no warnings, no summary lines.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -29,6 +35,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    cli::init_log(if args.debug {
+        cli::Verbosity::Debug
+    } else if args.quiet {
+        cli::Verbosity::Quiet
+    } else {
+        cli::Verbosity::Normal
+    });
     let result = match args.command {
         Command::Dump(a) => cli::dump::run(&a),
         Command::Relocate(a) => cli::relocate::run(&a),

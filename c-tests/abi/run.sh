@@ -45,11 +45,12 @@ skip() {
 
 # --- the library itself -------------------------------------------------------------------
 
-# Exactly the API, each symbol under BTFGEN_0.1, plus the version node itself.
+# Exactly the API, each symbol under its version node of capi.map, plus the nodes themselves.
 symbols() {
     local want got
-    want=$( (sed -n 's/^[[:space:]]*\([a-z_][a-z0-9_]*\);$/\1@@BTFGEN_0.1/p' "$ROOT/capi.map"
-        echo BTFGEN_0.1) | sort)
+    want=$(awk '/^BTFGEN_[0-9.]+ \{/ { node = $1; print node }
+        /^[[:space:]]*[a-z_][a-z0-9_]*;$/ { sub(/;/, ""); print $1 "@@" node }' \
+        "$ROOT/capi.map" | sort)
     got=$(nm -D --defined-only --with-symbol-versions "$LIB/libbtfgen.so.1" | awk '{print $3}' | sort)
     echo "exported:"
     echo "$got"
@@ -57,8 +58,8 @@ symbols() {
     # ... and every function the header declares is among them, and vice versa.
     local declared
     declared=$(grep -oE '^[a-z].*[ *]([a-z_0-9]+)\(' "$ROOT/include/btfgen.h" \
-        | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1@@BTFGEN_0.1/' | sort)
-    diff <(echo "$want" | grep -v '^BTFGEN_0.1$') <(echo "$declared")
+        | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | sort)
+    diff <(echo "$want" | grep -v '^BTFGEN_' | sed 's/@@.*//' | sort) <(echo "$declared")
 }
 
 soname() {
@@ -74,6 +75,24 @@ header_c99() {
         g++ -Wall -Werror -I"$ROOT/include" -x c++ -fsyntax-only "$TMP/h.c"
 }
 
+# Each compatibility header alone, as libbpf's include paths: it brings what libbpf's own
+# header would (va_list, bool, size_t, uint32_t, FILE, memcpy) and all of btfgen's API.
+compat_headers() {
+    local h
+    for h in bpf/libbpf.h bpf/btf.h; do
+        printf '#include <%s>\n%s\n' "$h" \
+            'static int print(enum libbpf_print_level l, const char *f, va_list a)
+{ (void)l; return vfprintf(stderr, f, a); }
+int main(void) { bool b = true; size_t n = 1; uint32_t sz = 0; char x[2];
+memcpy(x, "a", 2); libbpf_set_print(print);
+return b && n && !btf__raw_data(NULL, &sz) && x[0] == 97 ? 0 : 1; }' >"$TMP/compat.c"
+        echo "$h:"
+        gcc -std=c99 -Wall -Wextra -Werror -pedantic -I"$ROOT/include" -I"$ROOT/include/btfgen" \
+            -o "$TMP/compat" "$TMP/compat.c" -L"$LIB" -lbtfgen -Wl,-rpath,"$LIB" &&
+            "$TMP/compat" || return 1
+    done
+}
+
 header_fresh() {
     if ! command -v cbindgen >/dev/null; then
         skip "cbindgen not installed (cargo install cbindgen --locked --version 0.29.4)"
@@ -86,10 +105,12 @@ install_() {
     local dest=$TMP/dest prefix=$TMP/prefix
     make -s -C "$ROOT" install DESTDIR="$dest" PREFIX=/usr >/dev/null || return 1
     for f in lib/libbtfgen.so.1 lib/libbtfgen.so lib/libbtfgen.a include/btfgen.h \
-        lib/pkgconfig/btfgen.pc; do
+        include/btfgen/bpf/libbpf.h include/btfgen/bpf/btf.h lib/pkgconfig/btfgen.pc; do
         [[ -e $dest/usr/$f ]] || { echo "missing $dest/usr/$f"; return 1; }
     done
     grep -qx 'prefix=/usr' "$dest/usr/lib/pkgconfig/btfgen.pc" || return 1
+    # Never over libbpf-dev's headers (/usr/include/bpf).
+    [[ ! -e $dest/usr/include/bpf ]] || { echo "installed into /usr/include/bpf"; return 1; }
     # A client built from an installed prefix through pkg-config.
     make -s -C "$ROOT" install PREFIX="$prefix" >/dev/null || return 1
     if ! command -v pkg-config >/dev/null; then
@@ -104,7 +125,63 @@ install_() {
         -Wl,-rpath,"$prefix/lib" || return 1
     "$TMP/legacy-pc" "$DATA/targets/btf__fields.btf" "$TMP/pc.btf" "$DATA/progs/fields.bpf.o" &&
         "$CLI" min-core-btf "$DATA/targets/btf__fields.btf" "$TMP/pc-ref.btf" "$DATA/progs/fields.bpf.o" &&
-        cmp "$TMP/pc.btf" "$TMP/pc-ref.btf"
+        cmp "$TMP/pc.btf" "$TMP/pc-ref.btf" || return 1
+    # The original BTFGen client, unchanged: libbpf's headers resolve to btfgen's through the
+    # .pc file's Cflags, and the build is exactly `cc -Wall -Werror $(pkg-config ...)`.
+    # shellcheck disable=SC2086
+    cc -Wall -Werror -o "$TMP/btfgen_client-pc" "$HERE/btfgen_client.c" $flags \
+        -Wl,-rpath,"$prefix/lib" || return 1
+    client_checks "$TMP/btfgen_client-pc" pc
+}
+
+# Kernel BTFs the client minimizes for: two fixtures, and the running kernel when it has one.
+client_inputs() {
+    local dir=$1
+    mkdir -p "$dir"
+    cp "$DATA/targets/btf__fields.btf" "$DATA/targets/btf__fields_flat.btf" "$dir/"
+}
+
+# relo_lines LOG: libbpf's lines about relocations, candidates and patches, in order, without
+# the two that differ by design (btfgen keeps no partial spec of a non-matching candidate, and
+# goes on after a failing relocation where libbpf stops).
+relo_lines() {
+    grep -E "^libbpf: (prog '[^']*': relo #|CO-RE relocating |sec '[^']*': found [0-9]+ CO-RE)" "$1" |
+        grep -v -e 'non-matching candidate' -e 'failed to relocate'
+}
+
+# client_checks CLIENT NAME: the client's outputs equal `btfgen min-core-btf`'s; with -v it logs
+# exactly one `relo #N: <kind> ...` line per relocation `btfgen relocate --json` reports (the
+# same program/relo pairs), in libbpf 1.1's words where libbpf logs the same event; without
+# -v, no debug log.
+client_checks() {
+    local client=$1 name=$2 dir=$TMP/client-$2 f
+    client_inputs "$dir/in"
+    mkdir -p "$dir/out" "$dir/ref" "$dir/out-v"
+    ${VALGRIND:-} "$client" -i "$dir/in" -o "$dir/out" "$DATA/progs/fields.bpf.o" \
+        >"$dir/stdout" 2>"$dir/stderr" || { cat "$dir/stderr"; return 1; }
+    if grep -q "relo #[0-9]*: <" "$dir/stderr"; then
+        echo "debug log printed without -v"
+        return 1
+    fi
+    ${VALGRIND:-} "$client" -v -i "$dir/in" -o "$dir/out-v" "$DATA/progs/fields.bpf.o" \
+        >/dev/null 2>"$dir/log" || { tail "$dir/log"; return 1; }
+    for f in "$dir"/in/*; do
+        f=$(basename "$f")
+        "$CLI" min-core-btf "$dir/in/$f" "$dir/ref/$f" "$DATA/progs/fields.bpf.o" 2>/dev/null &&
+            cmp "$dir/ref/$f" "$dir/out/$f" && cmp "$dir/ref/$f" "$dir/out-v/$f" || return 1
+    done
+    # One spec line per relocation per kernel, for the same (program, relo) pairs.
+    local want got
+    want=$(for f in "$dir"/in/*; do
+        "$CLI" relocate --json --btf "$f" "$DATA/progs/fields.bpf.o" |
+            python3 -c 'import json, sys
+for line in sys.stdin: r = json.loads(line); print(r["program"], r["relo"])'
+    done | sort)
+    got=$(grep -oE "^libbpf: prog '[^']*': relo #[0-9]+: <" "$dir/log" |
+        sed -E "s/^libbpf: prog '([^']*)': relo #([0-9]+): <$/\1 \2/" | sort)
+    echo "relocations: $(echo "$want" | wc -l), relo #N spec lines: $(echo "$got" | wc -l)"
+    diff <(echo "$want") <(echo "$got") || return 1
+    [[ -n $want ]]
 }
 
 case_ symbols symbols
@@ -112,6 +189,7 @@ case_ soname soname
 case_ header-c99 header_c99
 case_ header-cxx "$OUT/header-cxx"
 case_ header-fresh header_fresh
+case_ compat-headers compat_headers
 case_ install install_
 
 # --- the client flow against `btfgen min-core-btf` -----------------------------------------
@@ -201,6 +279,89 @@ legacy_cases() {
 }
 legacy_cases ""
 
+# --- the original BTFGen client: log, wording, file semantics, foreign objects ----------------
+
+case_ client "client_checks" "$OUT/btfgen_client" built
+
+# The debug log in libbpf 1.1's words: every line libbpf prints about the relocations of the
+# same object against the same target (candidates found, spec, matching candidate, patched
+# instruction, no match, ambiguity) is printed identically, in the same order.
+log_wording() {
+    local target=$1 object=$2 dir
+    [[ -e $target ]] || { skip "$target does not exist"; return; }
+    dir=$(mktemp -d "$TMP/wording.XXXXXX")
+    mkdir "$dir/in" "$dir/out"
+    ln -s "$target" "$dir/in/target"
+    local rc=0
+    LIBBPF_RELOCS_VERBOSE=1 "$OUT/libbpf_relocs" "$object" "$target" >/dev/null 2>"$dir/libbpf.log" ||
+        rc=$?
+    if ((rc == 77)); then
+        skip "libbpf cannot load here: $(grep -m1 -o 'SKIP.*\|skip.*' "$dir/libbpf.log")"
+        return
+    fi
+    ((rc == 0)) || { tail "$dir/libbpf.log"; return 1; }
+    "$OUT/btfgen_client" -v -i "$dir/in" -o "$dir/out" "$object" >/dev/null 2>"$dir/btfgen.log" ||
+        return 1
+    relo_lines "$dir/libbpf.log" >"$dir/libbpf.lines"
+    relo_lines "$dir/btfgen.log" >"$dir/btfgen.lines"
+    echo "libbpf: $(wc -l <"$dir/libbpf.lines") lines, btfgen: $(wc -l <"$dir/btfgen.lines") lines"
+    [[ -s $dir/libbpf.lines ]] && diff "$dir/libbpf.lines" "$dir/btfgen.lines"
+}
+case_ client:log-wording:fixture log_wording "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o"
+case_ client:log-wording:enums log_wording "$DATA/targets/btf__enums.btf" "$DATA/progs/enums.bpf.o"
+case_ client:log-wording:vmlinux log_wording "$VMLINUX" "$DATA/progs/task.bpf.o"
+
+# Linked -lbpf -lbtfgen: libbpf's bpf_object__open wins and btfgen gets a libbpf object, which
+# bpf_object__reloc_info_gen refuses (EINVAL) instead of crashing.
+client_bpf_first() {
+    local dir=$TMP/bpf-first rc=0
+    client_inputs "$dir/in"
+    mkdir -p "$dir/out"
+    ${VALGRIND:-} "$OUT/btfgen_client-bpf-first" -i "$dir/in" -o "$dir/out" \
+        "$DATA/progs/fields.bpf.o" 2>"$dir/stderr" || rc=$?
+    cat "$dir/stderr"
+    ((rc == 1)) && grep -q "failed to generate btf info for object .*: Invalid argument" "$dir/stderr"
+}
+case_ client:linked-after-libbpf client_bpf_first
+
+# btf__save_to_file (and the CLI, which shares its writer) as fopen(path, "w"): new files
+# 0666 & ~umask, an existing file keeps its mode, a symlink is written through.
+file_modes() {
+    local dir=$TMP/modes target=$DATA/targets/btf__fields.btf object=$DATA/progs/fields.bpf.o
+    mkdir -p "$dir/real"
+    "$CLI" min-core-btf "$target" "$dir/ref.btf" "$object" 2>/dev/null || return 1
+    mode() { stat -c %a "$1"; }
+    (umask 022 && "$OUT/legacy" "$target" "$dir/new022.btf" "$object" >/dev/null) &&
+        [[ $(mode "$dir/new022.btf") == 644 ]] && cmp "$dir/ref.btf" "$dir/new022.btf" || return 1
+    (umask 077 && "$OUT/legacy" "$target" "$dir/new077.btf" "$object" >/dev/null) &&
+        [[ $(mode "$dir/new077.btf") == 600 ]] || return 1
+    (umask 077 && "$CLI" -q min-core-btf "$target" "$dir/cli077.btf" "$object") &&
+        [[ $(mode "$dir/cli077.btf") == 600 ]] || return 1
+    echo old >"$dir/kept.btf"
+    chmod 640 "$dir/kept.btf"
+    (umask 077 && "$OUT/legacy" "$target" "$dir/kept.btf" "$object" >/dev/null) &&
+        [[ $(mode "$dir/kept.btf") == 640 ]] && cmp "$dir/ref.btf" "$dir/kept.btf" || return 1
+    chmod 604 "$dir/kept.btf"
+    (umask 022 && "$CLI" -q min-core-btf "$target" "$dir/kept.btf" "$object") &&
+        [[ $(mode "$dir/kept.btf") == 604 ]] || return 1
+    ln -s real/linked.btf "$dir/link.btf"
+    (umask 022 && "$OUT/legacy" "$target" "$dir/link.btf" "$object" >/dev/null) &&
+        [[ -L $dir/link.btf ]] && cmp "$dir/ref.btf" "$dir/real/linked.btf" &&
+        [[ $(mode "$dir/real/linked.btf") == 644 ]] || return 1
+    # Nothing else was left behind (no temporary files), in either directory.
+    ls -A "$dir" "$dir/real"
+    [[ $(ls -A "$dir" | tr '\n' ' ') == "cli077.btf kept.btf link.btf new022.btf new077.btf real ref.btf " ]] &&
+        [[ $(ls -A "$dir/real") == linked.btf ]]
+}
+case_ file-modes file_modes
+
+foreign() {
+    local dir
+    dir=$(mktemp -d "$TMP/foreign.XXXXXX")
+    ${VALGRIND:-} "$1" "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o" "$dir"
+}
+case_ foreign foreign "$OUT/foreign"
+
 # --- bad input, and libbpf in the same process ----------------------------------------------
 
 badinput() {
@@ -241,6 +402,9 @@ if command -v valgrind >/dev/null; then
         "$VMLINUX" "$DATA/progs/task.bpf.o"
     legacy_cases valgrind:
     case_ valgrind:badinput badinput "$OUT/badinput"
+    case_ valgrind:client client_checks "$OUT/btfgen_client" vg
+    case_ valgrind:client:linked-after-libbpf client_bpf_first
+    case_ valgrind:foreign foreign "$OUT/foreign"
     case_ valgrind:header-cxx vg "$OUT/header-cxx"
     case_ valgrind:coexist:load vg "$OUT/coexist" --load "$LIB/libbtfgen.so.1" "$VMLINUX" \
         "$DATA/progs/task.bpf.o" "$TMP/vg-coexist.btf"
@@ -260,6 +424,7 @@ case_ asan:flow:module same asan-flow-module "$OUT/flow-asan" -M "$DATA/targets/
 case_ asan:legacy:vmlinux same asan-legacy "$OUT/legacy-asan" -- -- "$VMLINUX" \
     "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
 case_ asan:badinput badinput "$OUT/badinput-asan"
+case_ asan:foreign foreign "$OUT/foreign-asan"
 case_ asan:coexist:load "$OUT/coexist-asan" --load "$LIB/libbtfgen.so.1" "$VMLINUX" \
     "$DATA/progs/task.bpf.o" "$TMP/asan-coexist.btf"
 

@@ -222,16 +222,18 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     } else {
         100.0 * sum.resolved as f64 / sum.relocations as f64
     };
-    eprintln!(
-        "btfgen batch: {ok} kernel(s) ok, {failed} failed; {} object(s), {relocations} CO-RE relocation(s) per kernel \
+    if !super::quiet() {
+        eprintln!(
+            "btfgen batch: {ok} kernel(s) ok, {failed} failed; {} object(s), {relocations} CO-RE relocation(s) per kernel \
          ({resolved:.1}% resolved); {} of kernel BTF ({} on disk) -> {} in {} ({:.2} s, {jobs} thread(s))",
-        objects.len(),
-        human_bytes(sum.btf_bytes),
-        human_bytes(sum.disk_bytes),
-        human_bytes(sum.out_bytes),
-        args.out_dir.display(),
-        started.elapsed().as_secs_f64()
-    );
+            objects.len(),
+            human_bytes(sum.btf_bytes),
+            human_bytes(sum.disk_bytes),
+            human_bytes(sum.out_bytes),
+            args.out_dir.display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -444,7 +446,7 @@ struct Reporter {
 
 impl Reporter {
     fn new(total: u64) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = (std::io::stderr().is_terminal() && !super::quiet()).then(|| {
             let style = indicatif::ProgressStyle::with_template(
                 "{elapsed_precise} [{bar:40}] {pos}/{len} kernels, eta {eta} {wide_msg}",
             )
@@ -469,6 +471,7 @@ impl Reporter {
                 bar.set_message(kernel.relative.display().to_string());
                 bar.inc(1);
             }
+            None if super::quiet() => {}
             None => eprintln!(
                 "btfgen: [{n}/{}] {}: {} types / {} bytes -> {} types / {} bytes",
                 self.total,

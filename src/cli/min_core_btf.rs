@@ -135,6 +135,9 @@ fn minimize(
                 m.type_cnt() - m.start_id()
             })
             .sum::<u32>();
+    if super::quiet() {
+        return Ok(ExitCode::SUCCESS);
+    }
     eprintln!(
         "btfgen: {} object(s), {} CO-RE relocation(s) ({} resolved): {} types / {} bytes -> {} types / {} bytes in {} ({:.1} ms)",
         stats.objects,

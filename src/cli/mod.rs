@@ -14,6 +14,56 @@ use btfgen::object::BpfObject;
 use input::Input;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How much the tool prints on stderr besides errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    /// Errors only (`-q`).
+    Quiet,
+    /// libbpf's warnings and info messages (as libbpf's default printer), and summary lines.
+    Normal,
+    /// Also libbpf's debug log of every relocation (`-d`).
+    Debug,
+}
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Whether `-q` asked for errors only: subcommands then print no summary or progress lines.
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Prints the library's log ([`btfgen::log`]) on stderr as libbpf's printer does: one
+/// `libbpf: ` line per message.
+struct StderrLog;
+
+impl log::Log for StderrLog {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.target() == btfgen::log::TARGET && metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            eprintln!("{}{}", btfgen::log::PREFIX, record.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Install the stderr log for this run, at `verbosity`.
+pub fn init_log(verbosity: Verbosity) {
+    static LOGGER: StderrLog = StderrLog;
+    QUIET.store(verbosity == Verbosity::Quiet, Ordering::Relaxed);
+    // Only fails if a logger is already set, which only this function does.
+    let _ = log::set_logger(&LOGGER);
+    log::set_max_level(match verbosity {
+        Verbosity::Quiet => log::LevelFilter::Off,
+        Verbosity::Normal => log::LevelFilter::Info,
+        Verbosity::Debug => log::LevelFilter::Debug,
+    });
+}
 
 /// A CLI error: a one-line message with the path or argument it concerns.
 #[derive(Debug)]

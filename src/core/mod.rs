@@ -21,6 +21,7 @@ pub use spec::Spec;
 use crate::btf::Btf;
 use crate::error::{Error, Result};
 use crate::fallible;
+use crate::log;
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 
@@ -153,13 +154,15 @@ impl CandidateCache {
 }
 
 /// Resolve one relocation of `local_btf` (libbpf's `bpf_core_resolve_relo` +
-/// `bpf_core_calc_relo_insn`). `relo` is the record's index, used in errors.
+/// `bpf_core_calc_relo_insn`). `relo` is the record's index, used in errors; `program` and
+/// `relo` name the relocation in the log ([`crate::log`]).
 #[allow(clippy::too_many_arguments)]
 pub fn resolve<'t>(
     local_btf: &Btf<'_>,
     local_type_id: u32,
     access: &str,
     kind: RelocKind,
+    program: &str,
     relo: u32,
     targets: &Targets<'t>,
     index: &CandidateIndex,
@@ -179,6 +182,7 @@ pub fn resolve<'t>(
     let local_name = local_btf.name(local_type.name_off).map_err(at)?;
     let local = spec::parse_local_spec(local_btf, local_type_id, access, kind).map_err(at)?;
     if kind == RelocKind::TypeIdLocal {
+        log::relocation(program, relo, local_btf, &local);
         let id = u64::from(local_type_id);
         let res = Resolution {
             orig_val: id,
@@ -192,6 +196,7 @@ pub fn resolve<'t>(
         });
     }
     if local_name.is_empty() {
+        log::relocation(program, relo, local_btf, &local);
         return Err(Error::BadRelocation {
             relo,
             reason: "relocation against an anonymous type",
@@ -199,6 +204,7 @@ pub fn resolve<'t>(
     }
     if !cache.lists.contains_key(&local_type_id) {
         let list = index.candidates(local_name, local_type.kind())?;
+        log::candidates_found(local_btf, local_type_id, targets, &list);
         cache.lists.try_reserve(1)?;
         cache.lists.insert(local_type_id, list);
     }
@@ -206,12 +212,14 @@ pub fn resolve<'t>(
         .lists
         .get_mut(&local_type_id)
         .ok_or(Error::OutOfMemory)?;
+    log::relocation(program, relo, local_btf, &local);
     let mut chosen: Option<Resolution> = None;
     let mut matches: Vec<(Candidate, Spec<'t>)> = Vec::new();
-    for cand in cands.iter() {
+    for (i, cand) in cands.iter().enumerate() {
         let targ_btf = targets.btf(cand.source);
-        let Some(targ) = matching::spec_match(local_btf, &local, targ_btf, cand.id).map_err(at)?
-        else {
+        let targ = matching::spec_match(local_btf, &local, targ_btf, cand.id).map_err(at)?;
+        log::candidate(program, relo, i, targ_btf, cand.id, kind, targ.as_ref());
+        let Some(targ) = targ else {
             continue;
         };
         let res =
@@ -222,6 +230,12 @@ pub fn resolve<'t>(
                 || res.poison != first_res.poison
                 || res.new_val != first_res.new_val
             {
+                log::ambiguity(
+                    program,
+                    relo,
+                    (targ.bit_offset, &res),
+                    (first_spec.bit_offset, first_res),
+                );
                 return Err(Error::AmbiguousRelocation {
                     relo,
                     first: first.id,
@@ -246,6 +260,7 @@ pub fn resolve<'t>(
             Ok(Resolved { res, matches })
         }
         None => {
+            log::no_match(program, relo);
             let mut res = calc::calc_relo(local_btf, &local, targets.main(), None, target_is_le)
                 .map_err(at)?;
             if res.poison.is_some() && cands.is_empty() {

@@ -9,16 +9,16 @@ use crate::object::Insn;
 /// The helper id libbpf writes into poisoned instructions (0xbad2310, "bad relo").
 pub const POISON_HELPER_ID: i32 = 195_896_080;
 
-const CLASS_LD: u8 = 0x00;
-const CLASS_LDX: u8 = 0x01;
-const CLASS_ST: u8 = 0x02;
-const CLASS_STX: u8 = 0x03;
-const CLASS_ALU: u8 = 0x04;
+pub(crate) const CLASS_LD: u8 = 0x00;
+pub(crate) const CLASS_LDX: u8 = 0x01;
+pub(crate) const CLASS_ST: u8 = 0x02;
+pub(crate) const CLASS_STX: u8 = 0x03;
+pub(crate) const CLASS_ALU: u8 = 0x04;
 const CLASS_JMP: u8 = 0x05;
-const CLASS_ALU64: u8 = 0x07;
+pub(crate) const CLASS_ALU64: u8 = 0x07;
 const SRC_X: u8 = 0x08;
 const OP_CALL: u8 = 0x80;
-const LD_IMM64: u8 = 0x18;
+pub(crate) const LD_IMM64: u8 = 0x18;
 
 /// What patching did to the instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use super::{CandidateCache, CandidateIndex, RelocKind, Resolved, Targets, resolv
 use crate::btf::{Btf, Kind};
 use crate::error::{Error, Result};
 use crate::fallible;
+use crate::log;
 use crate::object::{BpfObject, INSN_SIZE, Insn};
 use alloc::vec::Vec;
 use object::endian::Endian;
@@ -96,6 +97,7 @@ pub fn relocate_object<'o, 't>(
         })?;
         let mut insns: Vec<Insn> = fallible::vec_with_capacity(code.insn_count())?;
         insns.extend((0..code.insn_count()).filter_map(|i| code.insn(i)));
+        log::section_relocations(section.name, section.records.len());
         for (relo, rec) in section.records.indexed() {
             if rec.insn_off as usize % INSN_SIZE != 0 {
                 return Err(Error::BadBtfExt {
@@ -109,6 +111,7 @@ pub fn relocate_object<'o, 't>(
                 continue;
             };
             let section_insn = rec.insn_off / INSN_SIZE as u32;
+            let insn = (rec.insn_off - program.offset) / INSN_SIZE as u32;
             let kind = RelocKind::from_raw(rec.kind);
             let access = local.name(rec.access_str_off)?;
             let outcome = match kind {
@@ -121,6 +124,7 @@ pub fn relocate_object<'o, 't>(
                     rec.type_id,
                     access,
                     kind,
+                    program.name,
                     relo,
                     targets,
                     index,
@@ -128,6 +132,7 @@ pub fn relocate_object<'o, 't>(
                     target_is_le,
                 )
                 .and_then(|resolved| {
+                    let code = insns.get(section_insn as usize).map_or(0, |i| i.code);
                     let patched = patch_insn(&mut insns, section_insn as usize, &resolved.res)
                         .map_err(|e| match e {
                             Error::BadRelocation { reason, .. } => {
@@ -135,11 +140,14 @@ pub fn relocate_object<'o, 't>(
                             }
                             other => other,
                         })?;
+                    log::patched(program.name, relo, insn, code, &resolved.res, patched);
                     Ok((resolved, patched))
                 }),
             };
-            if matches!(outcome, Err(Error::OutOfMemory)) {
-                return Err(Error::OutOfMemory);
+            match &outcome {
+                Err(Error::OutOfMemory) => return Err(Error::OutOfMemory),
+                Err(e) => log::relocation_failed(program.name, relo, e),
+                Ok(_) => {}
             }
             fallible::push(
                 &mut relocations,
@@ -147,7 +155,7 @@ pub fn relocate_object<'o, 't>(
                     section: section.name,
                     relo,
                     program: program.name,
-                    insn: (rec.insn_off - program.offset) / INSN_SIZE as u32,
+                    insn,
                     section_insn,
                     kind,
                     raw_kind: rec.kind,

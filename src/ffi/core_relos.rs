@@ -94,10 +94,16 @@ pub unsafe extern "C" fn bpf_object__prog_load_info(
     buf_sz: *mut usize,
 ) -> c_int {
     guard_int(|| {
-        // SAFETY: the caller passes NULL or a live `bpf_object`.
-        let obj = unsafe { obj.as_ref() }.ok_or(Errno::INVAL)?;
-        // SAFETY: the caller passes NULL or a live `btf`.
-        let targ = unsafe { targ_btf.as_ref() };
+        // SAFETY: the caller passes NULL, a live `bpf_object` or a foreign pointer to readable
+        // memory (refused by its tag).
+        let obj = unsafe { super::handle::get(obj) }?;
+        let targ = if targ_btf.is_null() {
+            None
+        } else {
+            // SAFETY: the caller passes a live `btf` or a foreign pointer to readable memory
+            // (refused by its tag).
+            Some(unsafe { super::handle::get(targ_btf) }?)
+        };
         if prog_name.is_null() || info.is_null() || buf_sz.is_null() {
             return Err(Errno::INVAL);
         }
@@ -230,15 +236,15 @@ impl<'l> Arrays<'l> {
 mod tests {
     use super::*;
     use crate::ffi::BtfData;
-    use alloc::boxed::Box;
+    use crate::ffi::handle::Owned;
     use alloc::vec;
 
     const CALLS: &[u8] = include_bytes!("../../tests/data/progs/calls.bpf.o");
     const FIELDS: &[u8] = include_bytes!("../../tests/data/progs/fields.bpf.o");
     const FIELDS_TARGET: &[u8] = include_bytes!("../../tests/data/targets/btf__fields.btf");
 
-    fn open(data: &[u8]) -> Box<bpf_object> {
-        bpf_object::open(data.to_vec(), "test".into()).unwrap()
+    fn open(data: &[u8]) -> Owned<bpf_object> {
+        Owned::new(bpf_object::open(data.to_vec(), "test".into()).unwrap())
     }
 
     fn empty_info() -> bpf_prog_load_info {
@@ -261,18 +267,19 @@ mod tests {
 
     /// Call the C function; the buffer is `u64`s so that it is 8-byte aligned.
     fn call(
-        obj: &bpf_object,
+        obj: &Owned<bpf_object>,
         name: &CStr,
-        targ: Option<&btf>,
+        targ: Option<&Owned<btf>>,
         buf: Option<&mut Vec<u64>>,
         buf_sz: &mut usize,
     ) -> (c_int, bpf_prog_load_info) {
         let mut info = empty_info();
-        let targ = targ.map_or(core::ptr::null(), |t| t as *const btf);
+        let targ = targ.map_or(core::ptr::null(), |t| t.ptr().cast_const());
         let buf = buf.map_or(core::ptr::null_mut(), |b| b.as_mut_ptr().cast());
         // SAFETY: every pointer is NULL or comes from a live Rust value of the stated size.
-        let ret =
-            unsafe { bpf_object__prog_load_info(obj, name.as_ptr(), targ, &mut info, buf, buf_sz) };
+        let ret = unsafe {
+            bpf_object__prog_load_info(obj.ptr(), name.as_ptr(), targ, &mut info, buf, buf_sz)
+        };
         (ret, info)
     }
 
@@ -286,7 +293,11 @@ mod tests {
     }
 
     /// Size query, a too small buffer, then the real call.
-    fn fill(obj: &bpf_object, name: &CStr, targ: Option<&btf>) -> (Vec<u64>, bpf_prog_load_info) {
+    fn fill(
+        obj: &Owned<bpf_object>,
+        name: &CStr,
+        targ: Option<&Owned<btf>>,
+    ) -> (Vec<u64>, bpf_prog_load_info) {
         let mut size = 0;
         assert_eq!(call(obj, name, targ, None, &mut size).0, -libc::ENOSPC);
         let mut buf = vec![0u64; size.div_ceil(8)];
@@ -345,8 +356,8 @@ mod tests {
     #[test]
     fn user_space_core() {
         let obj = open(FIELDS);
-        let targ = BtfData::new_handle(FIELDS_TARGET.to_vec(), None).unwrap();
-        let load = prepare(FIELDS, Some(&targ)).unwrap();
+        let targ = Owned::new(BtfData::new_handle(FIELDS_TARGET.to_vec(), None).unwrap());
+        let load = prepare(FIELDS, Some(&*targ)).unwrap();
         for p in &load.programs {
             let name = alloc::ffi::CString::new(p.name()).unwrap();
             let (_buf, info) = fill(&obj, &name, Some(&targ));
@@ -381,7 +392,7 @@ mod tests {
         // SAFETY: as above.
         let ret = unsafe {
             bpf_object__prog_load_info(
-                &*obj,
+                obj.ptr(),
                 core::ptr::null(),
                 core::ptr::null(),
                 &mut info,
@@ -401,7 +412,7 @@ mod tests {
         // SAFETY: `ptr` is inside `buf`, which has `size` bytes after it.
         let ret = unsafe {
             bpf_object__prog_load_info(
-                &*obj,
+                obj.ptr(),
                 c"calls_both".as_ptr(),
                 core::ptr::null(),
                 &mut info,

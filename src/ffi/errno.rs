@@ -1,7 +1,10 @@
 //! libbpf 1.x error conventions at the boundary: pointer-returning functions return NULL and
 //! set `errno`, `int` functions return a negative errno. Every entry point runs inside one of
-//! the guards below, which also catch panics so that none unwinds into C.
+//! the guards below, which also catch panics so that none unwinds into C, and route the
+//! library's log to `libbpf_set_print`'s printer.
 
+use super::handle::{self, Tagged};
+use super::print;
 use crate::error::Error;
 use alloc::boxed::Box;
 use core::ffi::c_int;
@@ -67,10 +70,12 @@ fn discard(payload: Box<dyn core::any::Any + Send>) {
     let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
 }
 
-/// Run a constructor: the new object as an owned pointer, or NULL with `errno` set.
-pub(super) fn guard_ptr<T>(f: impl FnOnce() -> Result<Box<T>, Errno>) -> *mut T {
+/// Run a constructor: the new object as an owned, tagged pointer ([`handle::into_raw`]), or
+/// NULL with `errno` set.
+pub(super) fn guard_ptr<T: Tagged>(f: impl FnOnce() -> Result<T, Errno>) -> *mut T {
+    print::install();
     let errno = match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(value)) => return Box::into_raw(value),
+        Ok(Ok(value)) => return handle::into_raw(value),
         Ok(Err(Errno(code))) => code,
         Err(payload) => {
             discard(payload);
@@ -85,6 +90,7 @@ pub(super) fn guard_ptr<T>(f: impl FnOnce() -> Result<Box<T>, Errno>) -> *mut T 
 /// Run an `int` function: 0 on success, a negative errno on failure (`errno` is set too, so
 /// `errno` and the return value agree).
 pub(super) fn guard_int(f: impl FnOnce() -> Result<(), Errno>) -> c_int {
+    print::install();
     let errno = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => return 0,
         Ok(Err(Errno(code))) => code,
@@ -100,6 +106,7 @@ pub(super) fn guard_int(f: impl FnOnce() -> Result<(), Errno>) -> c_int {
 /// Run a function that cannot fail (a destructor, a getter): `fallback` if it panicked, with
 /// `errno` set to [`PANIC_ERRNO`].
 pub(super) fn guard<R>(fallback: R, f: impl FnOnce() -> R) -> R {
+    print::install();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(value) => value,
         Err(payload) => {
@@ -113,6 +120,11 @@ pub(super) fn guard<R>(fallback: R, f: impl FnOnce() -> R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Seven(u32);
+    impl Tagged for Seven {
+        const TAG: u64 = u64::from_le_bytes(*b"\xb7BTFG777");
+    }
 
     #[test]
     fn errors_become_errno_values() {
@@ -129,14 +141,16 @@ mod tests {
     #[test]
     fn guards_report_errors_through_errno() {
         set_errno(0);
-        let p = guard_ptr::<u32>(|| Err(Errno(libc::ENOENT)));
+        let p = guard_ptr::<Seven>(|| Err(Errno(libc::ENOENT)));
         assert!(p.is_null());
         assert_eq!(errno(), libc::ENOENT);
 
-        let p = guard_ptr(|| Ok(Box::new(7u32)));
-        assert!(!p.is_null());
-        // SAFETY: `p` came from `Box::into_raw` in `guard_ptr` and is freed once.
-        drop(unsafe { Box::from_raw(p) });
+        let p = guard_ptr(|| Ok(Seven(7)));
+        // SAFETY: `p` came from `guard_ptr` and is freed once.
+        unsafe {
+            assert_eq!(handle::get(p).map(|s| s.0), Ok(7));
+            handle::free(p);
+        }
 
         assert_eq!(guard_int(|| Err(Errno(libc::EBUSY))), -libc::EBUSY);
         assert_eq!(errno(), libc::EBUSY);
@@ -145,7 +159,7 @@ mod tests {
 
     #[test]
     fn panics_do_not_unwind_out_of_a_guard() {
-        let p = guard_ptr::<u32>(|| panic!("deliberate test panic"));
+        let p = guard_ptr::<Seven>(|| panic!("deliberate test panic"));
         assert!(p.is_null());
         assert_eq!(errno(), PANIC_ERRNO);
         assert_eq!(guard_int(|| panic!("deliberate test panic")), -PANIC_ERRNO);

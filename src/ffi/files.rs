@@ -28,6 +28,13 @@ pub(super) unsafe fn c_path<'a>(path: *const c_char) -> Result<&'a Path, Errno> 
 /// The whole contents of the file at `path`. A directory is `EISDIR`; other failures are the
 /// `errno` of the failing system call. The buffer is reserved fallibly from the file's size.
 pub(super) fn read(path: &Path) -> Result<Vec<u8>, Errno> {
+    read_file(path).inspect_err(|Errno(code)| {
+        let error = std::io::Error::from_raw_os_error(*code);
+        crate::log::bad_input("failed to read", &path.display(), &error);
+    })
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, Errno> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
     if meta.is_dir() {

@@ -39,13 +39,14 @@ mod anchor;
 pub mod core_relos;
 mod errno;
 mod files;
+mod handle;
+mod print;
 mod session;
 
 use crate::btf::Btf;
 use crate::error::Error;
 use crate::fallible;
 use crate::object::BpfObject;
-use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -54,6 +55,8 @@ use core::ffi::{CStr, c_char, c_int, c_long, c_void};
 use core::mem::{offset_of, size_of};
 use core::ptr;
 use errno::{Errno, PANIC_ERRNO, guard, guard_int, guard_ptr};
+use handle::Tagged;
+pub use print::{libbpf_print_fn_t, libbpf_set_print};
 use session::Session;
 
 /// A BTF (libbpf's `struct btf`): raw BTF bytes, base or split, validated.
@@ -87,21 +90,25 @@ impl BtfData {
     }
 
     /// Validate `raw` (on `base`, when split) and wrap it.
-    fn new_handle(raw: Vec<u8>, base: Option<Arc<BtfData>>) -> Result<Box<btf>, Errno> {
+    fn new_handle(raw: Vec<u8>, base: Option<Arc<BtfData>>) -> Result<btf, Errno> {
         let type_cnt = match &base {
             None => Btf::parse(&raw)?.type_cnt(),
             Some(base) => {
                 base.with_parsed(&mut |base| Ok(Btf::parse_split(&raw, base)?.type_cnt()))?
             }
         };
-        Ok(Box::new(btf {
+        Ok(btf {
             data: Arc::new(BtfData {
                 raw,
                 base,
                 type_cnt,
             }),
-        }))
+        })
     }
+}
+
+impl Tagged for btf {
+    const TAG: u64 = u64::from_le_bytes(*b"\xb7BTFGbtf");
 }
 
 /// Not produced by this library: `btf__parse()` takes a `struct btf_ext **` only for
@@ -124,13 +131,18 @@ pub struct bpf_object {
 
 impl bpf_object {
     /// Validate the ELF, its `.BTF.ext` and (when present) its `.BTF`.
-    fn open(data: Vec<u8>, name: String) -> Result<Box<bpf_object>, Errno> {
-        let obj = BpfObject::parse(&data)?;
+    fn open(data: Vec<u8>, name: String) -> Result<bpf_object, Errno> {
+        let rejected = || print::warn_rejected("invalid BPF object", &name);
+        let obj = BpfObject::parse(&data).map_err(rejected())?;
         if let Some(local) = obj.btf_bytes() {
-            Btf::parse(local)?;
+            Btf::parse(local).map_err(rejected())?;
         }
-        Ok(Box::new(bpf_object { name, data }))
+        Ok(bpf_object { name, data })
     }
+}
+
+impl Tagged for bpf_object {
+    const TAG: u64 = u64::from_le_bytes(*b"\xb7BTFGobj");
 }
 
 /// The seed's `struct btf_reloc_info`: a target BTF (plus optional module BTFs) and what the
@@ -143,6 +155,10 @@ pub struct btf_reloc_info {
     /// Set while the session is being changed; still set afterwards only if a panic
     /// interrupted the change, and then every later call fails with `ENOTRECOVERABLE`.
     poisoned: bool,
+}
+
+impl Tagged for btf_reloc_info {
+    const TAG: u64 = u64::from_le_bytes(*b"\xb7BTFGinf");
 }
 
 impl btf_reloc_info {
@@ -249,12 +265,21 @@ unsafe fn object_name_opt(opts: *const bpf_object_open_opts) -> Result<Option<St
 }
 
 /// Read a target BTF file and start a session on it.
-fn new_reloc_info(path: &std::path::Path) -> Result<Box<btf_reloc_info>, Errno> {
-    let session = Session::new(files::read(path)?)?;
-    Ok(Box::new(btf_reloc_info {
+fn new_reloc_info(path: &std::path::Path) -> Result<btf_reloc_info, Errno> {
+    let bytes = files::read(path)?;
+    let session =
+        Session::new(bytes).map_err(print::warn_rejected("invalid target BTF", &path.display()))?;
+    Ok(btf_reloc_info {
         session,
         poisoned: false,
-    }))
+    })
+}
+
+/// Warn that the BTF at `path` was rejected (its errno passes through).
+fn warn_invalid_btf(e: Errno, path: &std::path::Path) -> Errno {
+    let error = std::io::Error::from_raw_os_error(e.0);
+    crate::log::bad_input("invalid BTF", &path.display(), &error);
+    e
 }
 
 /// The raw BTF in `data`: `data` itself, or its `.BTF` section when it is an ELF file.
@@ -297,13 +322,9 @@ pub unsafe extern "C" fn bpf_reloc_info__new(targ_btf_path: *const c_char) -> *m
 /// `info` must be NULL or a pointer returned by `bpf_reloc_info__new()` not freed yet.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bpf_reloc_info__free(info: *mut btf_reloc_info) {
-    guard((), || {
-        if !info.is_null() {
-            // SAFETY: `info` came from `Box::into_raw` in `bpf_reloc_info__new` and, by the
-            // caller's contract, has not been freed: this is the one conversion back.
-            drop(unsafe { Box::from_raw(info) });
-        }
-    })
+    // SAFETY: the caller passes NULL, a live `btf_reloc_info` not used afterwards, or a
+    // foreign pointer to readable memory (refused by its tag).
+    guard((), || unsafe { handle::free(info) })
 }
 
 /// Adds a kernel module BTF (split BTF on the target BTF, e.g. `/sys/kernel/btf/<module>`) to
@@ -325,9 +346,9 @@ pub unsafe extern "C" fn bpf_reloc_info__add_module_btf(
     path: *const c_char,
 ) -> c_int {
     guard_int(|| {
-        // SAFETY: the caller passes NULL or a live `btf_reloc_info`, used by no one else
-        // during this call.
-        let info = unsafe { info.as_mut() }.ok_or(Errno::INVAL)?;
+        // SAFETY: the caller passes NULL, a live `btf_reloc_info` used by no one else during
+        // this call, or a foreign pointer to readable memory (refused by its tag).
+        let info = unsafe { handle::get_mut(info) }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         let path = unsafe { files::c_path(path) }?;
         let bytes = files::read(path)?;
@@ -356,11 +377,12 @@ pub unsafe extern "C" fn bpf_object__reloc_info_gen(
     obj: *mut bpf_object,
 ) -> c_int {
     guard_int(|| {
-        // SAFETY: the caller passes NULL or a live `btf_reloc_info`, used by no one else
-        // during this call.
-        let info = unsafe { info.as_mut() }.ok_or(Errno::INVAL)?;
-        // SAFETY: the caller passes NULL or a live `bpf_object`.
-        let obj = unsafe { obj.as_ref() }.ok_or(Errno::INVAL)?;
+        // SAFETY: the caller passes NULL, a live `btf_reloc_info` used by no one else during
+        // this call, or a foreign pointer to readable memory (refused by its tag).
+        let info = unsafe { handle::get_mut(info) }?;
+        // SAFETY: the caller passes NULL, a live `bpf_object` or a foreign pointer to readable
+        // memory (refused by its tag).
+        let obj = unsafe { handle::get(obj) }?;
         info.with_session(|session| session.add_object(&obj.name, &obj.data))
     })
 }
@@ -377,9 +399,9 @@ pub unsafe extern "C" fn bpf_object__reloc_info_gen(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bpf_reloc_info__get_btf(info: *mut btf_reloc_info) -> *mut btf {
     guard_ptr(|| {
-        // SAFETY: the caller passes NULL or a live `btf_reloc_info`, used by no one else
-        // during this call.
-        let info = unsafe { info.as_mut() }.ok_or(Errno::INVAL)?;
+        // SAFETY: the caller passes NULL, a live `btf_reloc_info` used by no one else during
+        // this call, or a foreign pointer to readable memory (refused by its tag).
+        let info = unsafe { handle::get_mut(info) }?;
         let raw = info.with_session(|session| Ok(session.emit()?))?;
         BtfData::new_handle(raw, None)
     })
@@ -473,13 +495,9 @@ pub unsafe extern "C" fn bpf_object__open(path: *const c_char) -> *mut bpf_objec
 /// yet.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn bpf_object__close(obj: *mut bpf_object) {
-    guard((), || {
-        if !obj.is_null() {
-            // SAFETY: `obj` came from `Box::into_raw` in an open function and, by the caller's
-            // contract, has not been closed: this is the one conversion back.
-            drop(unsafe { Box::from_raw(obj) });
-        }
-    })
+    // SAFETY: the caller passes NULL, a live `bpf_object` not used afterwards, or a foreign
+    // pointer to readable memory (refused by its tag).
+    guard((), || unsafe { handle::free(obj) })
 }
 
 /// Parses the BTF at `path`: raw BTF (such as `/sys/kernel/btf/vmlinux`) or the `.BTF` section
@@ -505,7 +523,8 @@ pub unsafe extern "C" fn btf__parse(path: *const c_char, btf_ext: *mut *mut btf_
         }
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         let path = unsafe { files::c_path(path) }?;
-        BtfData::new_handle(raw_btf(files::read(path)?)?, None)
+        let raw = raw_btf(files::read(path)?).map_err(|e| warn_invalid_btf(e, path))?;
+        BtfData::new_handle(raw, None).map_err(|e| warn_invalid_btf(e, path))
     })
 }
 
@@ -526,9 +545,15 @@ pub unsafe extern "C" fn btf__parse_split(path: *const c_char, base_btf: *mut bt
     guard_ptr(|| {
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         let path = unsafe { files::c_path(path) }?;
-        // SAFETY: the caller passes NULL or a live `btf`.
-        let base = unsafe { base_btf.as_ref() }.map(|b| Arc::clone(&b.data));
-        BtfData::new_handle(raw_btf(files::read(path)?)?, base)
+        let base = if base_btf.is_null() {
+            None
+        } else {
+            // SAFETY: the caller passes a live `btf` or a foreign pointer to readable memory
+            // (refused by its tag).
+            Some(Arc::clone(&unsafe { handle::get(base_btf) }?.data))
+        };
+        let raw = raw_btf(files::read(path)?).map_err(|e| warn_invalid_btf(e, path))?;
+        BtfData::new_handle(raw, base).map_err(|e| warn_invalid_btf(e, path))
     })
 }
 
@@ -543,8 +568,9 @@ pub unsafe extern "C" fn btf__parse_split(path: *const c_char, base_btf: *mut bt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn btf__raw_data(btf: *const btf, size: *mut u32) -> *const c_void {
     guard(ptr::null(), || {
-        // SAFETY: the caller passes NULL or a live `btf`.
-        let Some(btf) = (unsafe { btf.as_ref() }) else {
+        // SAFETY: the caller passes NULL, a live `btf` or a foreign pointer to readable memory
+        // (refused by its tag).
+        let Ok(btf) = (unsafe { handle::get(btf) }) else {
             errno::set_errno(libc::EINVAL);
             return ptr::null();
         };
@@ -572,10 +598,11 @@ pub unsafe extern "C" fn btf__raw_data(btf: *const btf, size: *mut u32) -> *cons
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn btf__type_cnt(btf: *const btf) -> u32 {
     guard(0, || {
-        // SAFETY: the caller passes NULL or a live `btf`.
-        match unsafe { btf.as_ref() } {
-            Some(btf) => btf.data.type_cnt,
-            None => {
+        // SAFETY: the caller passes NULL, a live `btf` or a foreign pointer to readable memory
+        // (refused by its tag).
+        match unsafe { handle::get(btf) } {
+            Ok(btf) => btf.data.type_cnt,
+            Err(_) => {
                 errno::set_errno(libc::EINVAL);
                 0
             }
@@ -583,8 +610,10 @@ pub unsafe extern "C" fn btf__type_cnt(btf: *const btf) -> u32 {
     })
 }
 
-/// Writes the raw bytes of `btf` to `path` atomically: a temporary file in the same directory,
-/// then `rename()`, so `path` is never left partly written (BTFGen's `btf__save_to_file`).
+/// Writes the raw bytes of `btf` to `path` (BTFGen's `btf__save_to_file`), with
+/// `fopen(path, "w")`'s file semantics: a symbolic link is written through, a new file gets
+/// mode `0666 & ~umask`, an existing file keeps its mode. Atomic: a temporary file beside the
+/// resolved target, then `rename()`, so the target is never left partly written.
 ///
 /// Returns 0, or a negative errno: `-EINVAL` (NULL argument), or the errno of the failing
 /// `open`/`write`/`fsync`/`rename` (`-ENOENT`, `-EACCES`, `-EISDIR`, ...).
@@ -595,8 +624,9 @@ pub unsafe extern "C" fn btf__type_cnt(btf: *const btf) -> u32 {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn btf__save_to_file(btf: *mut btf, path: *const c_char) -> c_int {
     guard_int(|| {
-        // SAFETY: the caller passes NULL or a live `btf`.
-        let btf = unsafe { btf.as_ref() }.ok_or(Errno::INVAL)?;
+        // SAFETY: the caller passes NULL, a live `btf` or a foreign pointer to readable memory
+        // (refused by its tag).
+        let btf = unsafe { handle::get(btf) }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         let path = unsafe { files::c_path(path) }?;
         files::write_atomic(path, &btf.data.raw)
@@ -611,13 +641,9 @@ pub unsafe extern "C" fn btf__save_to_file(btf: *mut btf, path: *const c_char) -
 /// `bpf_reloc_info__get_btf()`, not freed yet.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn btf__free(btf: *mut btf) {
-    guard((), || {
-        if !btf.is_null() {
-            // SAFETY: `btf` came from `Box::into_raw` and, by the caller's contract, has not
-            // been freed: this is the one conversion back.
-            drop(unsafe { Box::from_raw(btf) });
-        }
-    })
+    // SAFETY: the caller passes NULL, a live `btf` not used afterwards, or a foreign pointer
+    // to readable memory (refused by its tag).
+    guard((), || unsafe { handle::free(btf) })
 }
 
 /// The error of a pointer this library returned (libbpf 1.x semantics): `-errno` when `ptr` is
