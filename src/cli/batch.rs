@@ -394,8 +394,8 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
             if let Some(j) = &mut journal
                 && let Err(e) = j.append(&entry)
             {
-                // Only --resume after a kill needs it; the run itself goes on.
-                progress.failed(&e.0);
+                // Only --resume after a kill needs it; the run itself goes on (the error is
+                // reported with the summary).
                 errors.push(e.0);
                 journal = None;
             }
