@@ -104,6 +104,36 @@ fn a_module_directory_gives_what_naming_its_modules_gives() {
 }
 
 #[test]
+fn module_btfs_are_read_only_when_the_kernel_lacks_a_candidate() {
+    let dir = Scratch(std::env::temp_dir().join(format!("btfgen-lazy-{}", std::process::id())));
+    let sysfs = dir.0.join("btf");
+    std::fs::create_dir_all(&sysfs).unwrap();
+    let broken = sysfs.join("broken_module");
+    std::fs::write(&broken, b"not BTF").unwrap();
+    let out = dir.0.join("out.btf");
+    let with_dir = [Path::new("--module-btf-dir"), sysfs.as_path()];
+    // Every type fields.bpf.o asks for is in btf__fields.btf: the broken module is not read.
+    let target = data("targets/btf__fields.btf");
+    let object = data("progs/fields.bpf.o");
+    assert_eq!(
+        minimized(&target, &object, &with_dir, &out),
+        minimized(&target, &object, &[], &out)
+    );
+    // module.bpf.o's module types are not in base.btf: the modules are read, and the broken
+    // one is an error naming it.
+    let (base, module) = (data("targets/base.btf"), data("progs/module.bpf.o"));
+    let mut args: Vec<&Path> = vec![Path::new("min-core-btf"), &base, &out, &module];
+    args.extend(with_dir);
+    let run = btfgen(&args);
+    assert!(!run.status.success());
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains(broken.to_str().unwrap()),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+#[test]
 fn sysfs_vmlinux_takes_the_loaded_modules_unless_no_modules() {
     let sysfs = Path::new("/sys/kernel/btf");
     let vmlinux = sysfs.join("vmlinux");

@@ -8,6 +8,7 @@ use super::{
 };
 use btfgen::btf::Btf;
 use btfgen::core::CandidateIndex;
+use btfgen::core::relocate::local_type_names;
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
 use std::path::{Path, PathBuf};
@@ -99,18 +100,18 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     for path in &args.objects {
         objects.push((path.display().to_string(), read_file(path)?));
     }
-    let files = if args.input.is_none() && !input.exists() {
+    let embedded = args.input.is_none() && !input.exists();
+    let (files, dir_modules) = if embedded {
         eprintln!(
             "btfgen: {} not found; using the example kernel BTF {EXAMPLE_KERNEL_NAME}",
             input.display()
         );
-        TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF)
+        let files = TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF);
+        (files, Vec::new())
     } else {
-        let mut modules = args.module_btf.clone();
-        modules.extend(args.modules.module_btfs(&input)?);
-        TargetFiles::read(&input, args.base_btf.as_deref(), &modules)?
+        let files = TargetFiles::read(&input, args.base_btf.as_deref(), &args.module_btf)?;
+        (files, args.modules.module_btfs(&input)?)
     };
-    let input_bytes = files.input_len();
     let mut parsed = Vec::new();
     for (name, data) in &objects {
         let obj = BpfObject::parse(data).map_err(context(name))?;
@@ -127,14 +128,44 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
             .iter()
             .map(|(name, obj, local)| (name.as_str(), obj, local)),
     )?;
-    files.with_targets(Some(plan.filter()), |targets, found| {
-        let mut index = CandidateIndex::new();
-        index
-            .absorb(&plan, targets, found)
-            .map_err(context("indexing candidates"))?;
-        let info = RelocInfo::with_index(targets.clone(), index);
-        minimize(args, info, &parsed, &output, input_bytes, started, &input)
-    })
+    let wanted: Vec<_> = parsed
+        .iter()
+        .map(|(name, obj, local)| local_type_names(obj, local).map_err(context(name)))
+        .collect::<CliResult<Vec<_>>>()?
+        .concat();
+    // The directory's modules are read only if the kernel lacks a candidate, as libbpf loads
+    // module BTFs only then; they can change nothing otherwise.
+    let run_with = |files: &TargetFiles, check_modules: bool| {
+        let input_bytes = files.input_len();
+        files.with_targets(Some(plan.filter()), |targets, found| {
+            let mut index = CandidateIndex::new();
+            index
+                .absorb(&plan, targets, found)
+                .map_err(context("indexing candidates"))?;
+            if check_modules {
+                for (name, kind) in &wanted {
+                    let none = index
+                        .candidates(name, Some(*kind))
+                        .map_err(context("indexing candidates"))?
+                        .is_empty();
+                    if none {
+                        return Ok(None);
+                    }
+                }
+            }
+            let info = RelocInfo::with_index(targets.clone(), index);
+            minimize(args, info, &parsed, &output, input_bytes, started, &input).map(Some)
+        })
+    };
+    if let Some(code) = run_with(&files, !dir_modules.is_empty())? {
+        return Ok(code);
+    }
+    drop(files);
+    let mut modules = args.module_btf.clone();
+    modules.extend(dir_modules);
+    let files = TargetFiles::read(&input, args.base_btf.as_deref(), &modules)?;
+    run_with(&files, false)?
+        .ok_or_else(|| CliError("internal error: module BTFs checked twice".into()))
 }
 
 fn minimize(
