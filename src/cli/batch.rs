@@ -133,6 +133,9 @@ struct Done {
     resolved: u64,
 }
 
+/// A kernel file not minimized because another has its output path: (output path, why).
+type Skipped = (String, String);
+
 /// A computed output on its way to a writer thread.
 struct WriteJob {
     index: usize,
@@ -555,7 +558,7 @@ fn parse_object<'a>(name: &'a str, data: &'a [u8]) -> CliResult<LocalObject<'a>>
 /// whose output path another one already has (`K.btf` next to `K.btf.tar.xz`). Hidden entries
 /// and `out_dir` (when it lies inside `root`) are skipped; symlinks to directories are not
 /// followed, but a symlink named like a kernel is one (a dangling one fails when read).
-fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<(String, String)>)> {
+fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Skipped>)> {
     let skip = std::fs::canonicalize(out_dir).ok();
     let mut found = Vec::new();
     let mut pending = vec![PathBuf::new()];
