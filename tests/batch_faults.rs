@@ -417,6 +417,19 @@ fn sigkill_mid_run_leaves_no_partial_output_and_resume_redoes_only_the_rest() {
     );
     assert_eq!(std::fs::read_dir(out.join("by-hash")).unwrap().count(), 2);
 
+    // A kernel that fails now loses its output: no link is left to a pruned stored file.
+    std::fs::write(&changed, b"not xz any more").unwrap();
+    let run = batch_with(&tree, &out, &["--dedup", "--resume", "--json"], &objects);
+    let s = summary(&run);
+    assert_eq!(s["failed"], 1, "{}", stderr(&run));
+    assert_eq!(s["reused"], KERNELS - 1);
+    assert!(std::fs::symlink_metadata(out.join("distro/1/x86_64/5.1.0.btf")).is_err());
+    assert_eq!(std::fs::read_dir(out.join("by-hash")).unwrap().count(), 1);
+    assert_eq!(kernel_outputs(&out).len(), KERNELS - 1);
+    for rel in kernel_outputs(&out) {
+        assert_eq!(std::fs::read(out.join(rel)).unwrap(), expected);
+    }
+
     // Other objects: nothing is up to date.
     let run = batch_with(
         &tree,

@@ -164,6 +164,34 @@ struct Output {
     size: u64,
 }
 
+/// What a compute thread does with one kernel: hand its output to a writer, or report it done.
+enum Step {
+    Write(WriteJob),
+    Done(Finished),
+}
+
+/// What the run has done so far, kernel by kernel (kept by the main thread).
+#[derive(Default)]
+struct Tally {
+    ok: usize,
+    /// Kernels whose earlier output was up to date (`--resume`).
+    reused: usize,
+    /// Totals over the kernels computed now.
+    sum: Done,
+    /// (output path, error) of each failed kernel.
+    failures: Vec<(String, String)>,
+    /// Errors writing the run's own files (journal, index, archive, report).
+    errors: Vec<String>,
+    /// Index entries by output path.
+    entries: BTreeMap<String, Value>,
+    /// Report rows with their kernel's position.
+    rows: Vec<(usize, Value)>,
+    /// Temporary files of an interrupted run, removed before this one.
+    removed_temporaries: usize,
+    /// Stored outputs no kernel uses any more, removed after this run.
+    pruned: usize,
+}
+
 /// Run `btfgen batch`.
 pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     let started = Instant::now();
@@ -184,13 +212,8 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         .iter()
         .map(|(name, data)| (name.clone(), dedup::sha256_hex(data)))
         .collect();
-    let run_key = dedup::run_key(
-        &object_hashes
-            .iter()
-            .map(|(_, h)| h.clone())
-            .collect::<Vec<_>>(),
-        args.dedup,
-    );
+    let hashes: Vec<String> = object_hashes.iter().map(|(_, h)| h.clone()).collect();
+    let run_key = dedup::run_key(&hashes, args.dedup);
 
     let (kernels, skipped) = find_kernels(&args.btf_dir, &args.out_dir)?;
     let total = kernels.len() + skipped.len();
@@ -216,30 +239,24 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     } else {
         BTreeMap::new()
     };
-    let mut errors: Vec<String> = Vec::new();
-    let mut journal = if args.keeps_index() {
-        match dedup::Journal::create(&args.out_dir, &run_key) {
-            Ok(j) => Some(j),
-            Err(e) => {
-                errors.push(e.0);
-                None
-            }
-        }
-    } else {
-        None
+    let mut tally = Tally {
+        removed_temporaries: stale,
+        ..Tally::default()
     };
-
-    let progress = Reporter::new(total as u64);
-    let mut failures: Vec<(String, String)> = Vec::new();
-    for (path, line) in &skipped {
-        progress.failed(line);
-        failures.push((path.clone(), line.clone()));
+    let mut journal = None;
+    if args.keeps_index() {
+        match dedup::Journal::create(&args.out_dir, &run_key) {
+            Ok(j) => journal = Some(j),
+            Err(e) => tally.errors.push(e.0),
+        }
     }
 
-    let mut sum = Done::default();
-    let (mut ok, mut reused) = (0usize, 0usize);
-    let mut entries: BTreeMap<String, Value> = BTreeMap::new();
-    let mut rows: Vec<(usize, Value)> = Vec::new();
+    let progress = Reporter::new(total as u64);
+    for (path, line) in &skipped {
+        progress.failed(line);
+        tally.failures.push((path.clone(), line.clone()));
+    }
+
     let next = AtomicUsize::new(0);
     let (done_tx, done_rx) = mpsc::channel::<Finished>();
     let (write_tx, write_rx) = mpsc::channel::<WriteJob>();
@@ -256,65 +273,12 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
                     let Some(kernel) = kernels.get(index) else {
                         break;
                     };
-                    let finished = |input_sha256, result, cells| Finished {
-                        index,
-                        input_sha256,
-                        result,
-                        cells,
-                    };
-                    if let Err(e) = read_input(kernel, &mut input) {
-                        let _ = done_tx.send(finished(None, Err(e.0), Vec::new()));
-                        continue;
-                    }
-                    let input_sha256 = args.keeps_index().then(|| dedup::sha256_hex(&input));
-                    let rel = kernel.relative.to_string_lossy();
-                    let still_valid = previous.get(rel.as_ref()).filter(|entry| {
-                        input_sha256
-                            .as_deref()
-                            .is_some_and(|h| dedup::still_valid(&args.out_dir, entry, h))
-                    });
-                    let reuse = |cells| {
-                        still_valid.map(|entry| {
-                            finished(
-                                input_sha256.clone(),
-                                Ok(Output {
-                                    done: None,
-                                    sha256: entry["sha256"].as_str().map(str::to_string),
-                                    size: entry["size"].as_u64().unwrap_or(0),
-                                }),
-                                cells,
-                            )
-                        })
-                    };
-                    // Up to date and no report wanted: nothing to compute.
-                    if args.report.is_none()
-                        && let Some(f) = reuse(Vec::new())
-                    {
-                        let _ = done_tx.send(f);
-                        continue;
-                    }
-                    let mut cells = Vec::new();
-                    let want_cells = args.report.is_some().then_some(&mut cells);
-                    match minimize(kernel, objects, plan, &input, &mut unpacked, want_cells) {
-                        // The report needed the relocations; the output on disk stands.
-                        Ok(_) if still_valid.is_some() => {
-                            if let Some(f) = reuse(cells) {
-                                let _ = done_tx.send(f);
-                            }
-                        }
-                        Ok((bytes, done)) => {
-                            // The writers outlive every compute thread, so this cannot fail.
-                            let _ = write_tx.send(WriteJob {
-                                index,
-                                bytes,
-                                done,
-                                input_sha256,
-                                cells,
-                            });
-                        }
-                        Err(e) => {
-                            let _ = done_tx.send(finished(input_sha256, Err(e.0), cells));
-                        }
+                    let buffers = (&mut input, &mut unpacked);
+                    // The writers and the main thread outlive every compute thread, so the
+                    // sends cannot fail.
+                    match process(args, kernel, index, objects, plan, previous, buffers) {
+                        Step::Write(job) => drop(write_tx.send(job)),
+                        Step::Done(finished) => drop(done_tx.send(finished)),
                     }
                 }
             });
@@ -348,117 +312,219 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         // Only the threads hold senders now: the loop below ends when they are all done.
         drop((done_tx, write_tx));
         for finished in done_rx {
-            let kernel = &kernels[finished.index];
-            let rel = kernel.relative.to_string_lossy().into_owned();
-            let fields = dedup::kernel_fields(&kernel.relative);
-            let error = finished.result.as_ref().err().cloned();
-            if args.report.is_some() {
-                let row =
-                    report::kernel_row(&rel, fields.clone(), finished.cells, error.as_deref());
-                rows.push((finished.index, row));
-            }
-            let mut entry = fields;
-            entry["path"] = json!(rel);
-            entry["input"] = json!(
-                kernel
-                    .input
-                    .strip_prefix(&args.btf_dir)
-                    .unwrap_or(&kernel.input)
-                    .to_string_lossy()
-            );
-            entry["input_sha256"] = json!(finished.input_sha256);
-            match finished.result {
-                Ok(output) => {
-                    ok += 1;
-                    match &output.done {
-                        Some(done) => {
-                            sum.add(done);
-                            progress.ok(kernel, done);
-                        }
-                        None => {
-                            reused += 1;
-                            progress.reused(kernel);
-                        }
-                    }
-                    let file = match (&args.dedup, &output.sha256) {
-                        (Some(_), Some(hash)) => dedup::stored_path(hash),
-                        _ => kernel.relative.clone(),
-                    };
-                    entry["file"] = json!(file.to_string_lossy());
-                    entry["sha256"] = json!(output.sha256);
-                    entry["size"] = json!(output.size);
-                }
-                Err(e) => {
-                    progress.failed(&e);
-                    entry["error"] = json!(e);
-                    failures.push((rel.clone(), e));
-                }
-            }
+            let entry = tally.record(args, &kernels[finished.index], finished, &progress);
             if let Some(j) = &mut journal
                 && let Err(e) = j.append(&entry)
             {
                 // Only --resume after a kill needs it; the run itself goes on (the error is
                 // reported with the summary).
-                errors.push(e.0);
+                tally.errors.push(e.0);
                 journal = None;
             }
-            entries.insert(rel, entry);
         }
     });
     progress.finish();
 
-    // The index, the store, the archive and the report, from what this run knows.
-    let mut pruned = 0;
+    let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+    write_products(
+        args,
+        &mut tally,
+        journal,
+        &run_key,
+        &object_hashes,
+        &skipped,
+        &names,
+    );
+    for e in &tally.errors {
+        eprintln!("btfgen: FAILED {e}");
+    }
+    print_summary(args, &tally, total, objects.len(), jobs, started);
+    Ok(if tally.failures.is_empty() && tally.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// One kernel on a compute thread: read it, reuse its earlier output if `--resume` finds it up
+/// to date (relocating it anyway for `--report`), else minimize it for a writer.
+fn process(
+    args: &BatchArgs,
+    kernel: &Kernel,
+    index: usize,
+    objects: &[LocalObject<'_>],
+    plan: &ScanPlan<'_>,
+    previous: &BTreeMap<String, Value>,
+    (input, unpacked): (&mut Vec<u8>, &mut Vec<u8>),
+) -> Step {
+    let finished = |input_sha256, result, cells| {
+        Step::Done(Finished {
+            index,
+            input_sha256,
+            result,
+            cells,
+        })
+    };
+    if let Err(e) = read_input(kernel, input) {
+        return finished(None, Err(e.0), Vec::new());
+    }
+    let input_sha256 = args.keeps_index().then(|| dedup::sha256_hex(input));
+    let up_to_date = input_sha256.as_deref().and_then(|hash| {
+        previous
+            .get(kernel.relative.to_string_lossy().as_ref())
+            .filter(|entry| dedup::still_valid(&args.out_dir, entry, hash))
+    });
+    let reuse = |entry: &Value, cells| {
+        let output = Output {
+            done: None,
+            sha256: entry["sha256"].as_str().map(str::to_string),
+            size: entry["size"].as_u64().unwrap_or(0),
+        };
+        finished(input_sha256.clone(), Ok(output), cells)
+    };
+    if let (Some(entry), None) = (up_to_date, &args.report) {
+        return reuse(entry, Vec::new());
+    }
+    let mut cells = Vec::new();
+    let want_cells = args.report.is_some().then_some(&mut cells);
+    match (
+        minimize(kernel, objects, plan, input, unpacked, want_cells),
+        up_to_date,
+    ) {
+        // The report needed the relocations; the output on disk stands.
+        (Ok(_), Some(entry)) => reuse(entry, cells),
+        (Ok((bytes, done)), None) => Step::Write(WriteJob {
+            index,
+            bytes,
+            done,
+            input_sha256,
+            cells,
+        }),
+        (Err(e), _) => finished(input_sha256, Err(e.0), cells),
+    }
+}
+
+impl Tally {
+    /// Count one finished kernel, report its progress, and return its index entry.
+    fn record(
+        &mut self,
+        args: &BatchArgs,
+        kernel: &Kernel,
+        finished: Finished,
+        progress: &Reporter,
+    ) -> Value {
+        let rel = kernel.relative.to_string_lossy().into_owned();
+        let fields = dedup::kernel_fields(&kernel.relative);
+        if args.report.is_some() {
+            let error = finished.result.as_ref().err().map(String::as_str);
+            let row = report::kernel_row(&rel, fields.clone(), finished.cells, error);
+            self.rows.push((finished.index, row));
+        }
+        let mut entry = fields;
+        entry["path"] = json!(rel);
+        let input = kernel.input.strip_prefix(&args.btf_dir);
+        entry["input"] = json!(input.unwrap_or(&kernel.input).to_string_lossy());
+        entry["input_sha256"] = json!(finished.input_sha256);
+        match finished.result {
+            Ok(output) => {
+                self.ok += 1;
+                match &output.done {
+                    Some(done) => {
+                        self.sum.add(done);
+                        progress.ok(kernel, done);
+                    }
+                    None => {
+                        self.reused += 1;
+                        progress.reused(kernel);
+                    }
+                }
+                let file = match (&args.dedup, &output.sha256) {
+                    (Some(_), Some(hash)) => dedup::stored_path(hash),
+                    _ => kernel.relative.clone(),
+                };
+                entry["file"] = json!(file.to_string_lossy());
+                entry["sha256"] = json!(output.sha256);
+                entry["size"] = json!(output.size);
+            }
+            Err(e) => {
+                progress.failed(&e);
+                if args.dedup.is_some() {
+                    // An earlier run's link would outlive the stored file it points to once
+                    // that is pruned; the index says this kernel has no output now.
+                    let _ = std::fs::remove_file(args.out_dir.join(&kernel.relative));
+                }
+                entry["error"] = json!(e);
+                self.failures.push((rel.clone(), e));
+            }
+        }
+        self.entries.insert(rel, entry.clone());
+        entry
+    }
+}
+
+/// After the kernels: the index (then the journal goes), the store's unused files, the archive
+/// and the report. Errors go to `tally.errors`.
+fn write_products(
+    args: &BatchArgs,
+    tally: &mut Tally,
+    journal: Option<dedup::Journal>,
+    run_key: &str,
+    object_hashes: &[(String, String)],
+    skipped: &[Skipped],
+    object_names: &[String],
+) {
     if args.keeps_index() {
-        match dedup::write_index(
-            &args.out_dir,
-            &run_key,
-            &object_hashes,
-            args.dedup,
-            &entries,
-        ) {
+        let entries = &tally.entries;
+        match dedup::write_index(&args.out_dir, run_key, object_hashes, args.dedup, entries) {
             Ok(()) => {
                 if let Some(j) = journal {
                     j.remove();
                 }
                 if args.dedup.is_some() {
-                    pruned = dedup::prune_unreferenced(&args.out_dir, &entries);
+                    tally.pruned = dedup::prune_unreferenced(&args.out_dir, entries);
                 }
                 if let (Some(archive), Some(mode)) = (&args.archive, args.dedup)
-                    && let Err(e) = dedup::write_archive(archive, &args.out_dir, mode, &entries)
+                    && let Err(e) = dedup::write_archive(archive, &args.out_dir, mode, entries)
                 {
-                    errors.push(e.0);
+                    tally.errors.push(e.0);
                 }
             }
-            Err(e) => errors.push(e.0),
+            Err(e) => tally.errors.push(e.0),
         }
     }
     if let Some(path) = &args.report {
         // Skipped kernels (a second file for the same output) are in the report too.
-        let mut kernel_rows: Vec<Value> = skipped
+        let mut rows: Vec<Value> = skipped
             .iter()
             .map(|(rel, line)| {
-                report::kernel_row(
-                    rel,
-                    dedup::kernel_fields(Path::new(rel)),
-                    Vec::new(),
-                    Some(line),
-                )
+                let fields = dedup::kernel_fields(Path::new(rel));
+                report::kernel_row(rel, fields, Vec::new(), Some(line))
             })
             .collect();
-        rows.sort_by_key(|(index, _)| *index);
-        kernel_rows.extend(rows.into_iter().map(|(_, row)| row));
-        kernel_rows.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
-        let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
-        if let Err(e) = report::write(path, &names, kernel_rows) {
-            errors.push(e.0);
+        rows.extend(
+            std::mem::take(&mut tally.rows)
+                .into_iter()
+                .map(|(_, row)| row),
+        );
+        rows.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+        if let Err(e) = report::write(path, object_names, rows) {
+            tally.errors.push(e.0);
         }
     }
-    for e in &errors {
-        eprintln!("btfgen: FAILED {e}");
-    }
+}
 
-    let failed = failures.len();
+/// The final summary on stderr, with the deduplication saving; with `--json`, also as JSON on
+/// stdout.
+fn print_summary(
+    args: &BatchArgs,
+    tally: &Tally,
+    total: usize,
+    objects: usize,
+    jobs: usize,
+    started: Instant,
+) {
+    let (ok, reused, sum) = (tally.ok, tally.reused, &tally.sum);
+    let failed = tally.failures.len();
     let computed = (ok - reused) as u64;
     let relocations = sum.relocations.checked_div(computed).unwrap_or(0);
     let resolved = if sum.relocations == 0 {
@@ -469,7 +535,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     // Distinct outputs among the kernels that have one (known where the index is kept).
     let mut distinct: BTreeMap<&str, u64> = BTreeMap::new();
     let mut output_bytes = 0u64;
-    for e in entries.values() {
+    for e in tally.entries.values() {
         if let (Some(hash), Some(size)) = (e["sha256"].as_str(), e["size"].as_u64()) {
             distinct.insert(hash, size);
             output_bytes += size;
@@ -483,9 +549,8 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         String::new()
     };
     eprintln!(
-        "btfgen batch: {ok} kernel(s) ok{reused_note}, {failed} failed; {} object(s), {relocations} CO-RE relocation(s) per kernel \
+        "btfgen batch: {ok} kernel(s) ok{reused_note}, {failed} failed; {objects} object(s), {relocations} CO-RE relocation(s) per kernel \
          ({resolved:.1}% resolved); {} of kernel BTF ({} on disk) -> {} in {} ({seconds:.2} s, {jobs} thread(s))",
-        objects.len(),
         human_bytes(sum.btf_bytes),
         human_bytes(sum.disk_bytes),
         human_bytes(sum.out_bytes),
@@ -502,47 +567,52 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
             human_bytes(output_bytes),
         );
     }
-    if stale > 0 {
-        eprintln!("btfgen batch: removed {stale} temporary file(s) an interrupted run left");
+    if tally.removed_temporaries > 0 {
+        eprintln!(
+            "btfgen batch: removed {} temporary file(s) an interrupted run left",
+            tally.removed_temporaries
+        );
     }
-    if pruned > 0 {
-        eprintln!("btfgen batch: removed {pruned} stored output(s) no kernel uses any more");
+    if tally.pruned > 0 {
+        eprintln!(
+            "btfgen batch: removed {} stored output(s) no kernel uses any more",
+            tally.pruned
+        );
     }
-    if args.json {
-        let summary = json!({
-            "kernels": total,
-            "ok": ok,
-            "reused": reused,
-            "failed": failed,
-            "failures": failures
-                .iter()
-                .map(|(path, error)| json!({"path": path, "error": error}))
-                .collect::<Vec<_>>(),
-            "errors": errors,
-            "objects": object_hashes.iter().map(|(path, _)| path).collect::<Vec<_>>(),
-            "relocations_per_kernel": relocations,
-            "kernel_btf_bytes": sum.btf_bytes,
-            "disk_bytes": sum.disk_bytes,
-            "written_bytes": sum.out_bytes,
-            "outputs": entries.values().filter(|e| e.get("error").is_none()).count(),
-            "distinct_outputs": args.keeps_index().then_some(distinct.len()),
-            "output_bytes": args.keeps_index().then_some(output_bytes),
-            "stored_bytes": args.keeps_index().then_some(stored_bytes),
-            "out_dir": args.out_dir.to_string_lossy(),
-            "index": args.keeps_index().then(|| args.out_dir.join(dedup::INDEX).to_string_lossy().into_owned()),
-            "archive": args.archive.as_ref().map(|p| p.to_string_lossy().into_owned()),
-            "report": args.report.as_ref().map(|p| p.to_string_lossy().into_owned()),
-            "removed_temporaries": stale,
-            "seconds": seconds,
-            "threads": jobs,
-        });
-        println!("{summary}");
+    if !args.json {
+        return;
     }
-    Ok(if failed == 0 && errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    let indexed = args.keeps_index();
+    let summary = json!({
+        "kernels": total,
+        "ok": ok,
+        "reused": reused,
+        "failed": failed,
+        "failures": tally
+            .failures
+            .iter()
+            .map(|(path, error)| json!({"path": path, "error": error}))
+            .collect::<Vec<_>>(),
+        "errors": tally.errors,
+        "objects": args.objects.iter().map(|p| path(p)).collect::<Vec<_>>(),
+        "relocations_per_kernel": relocations,
+        "kernel_btf_bytes": sum.btf_bytes,
+        "disk_bytes": sum.disk_bytes,
+        "written_bytes": sum.out_bytes,
+        "distinct_outputs": indexed.then_some(distinct.len()),
+        "output_bytes": indexed.then_some(output_bytes),
+        "stored_bytes": indexed.then_some(stored_bytes),
+        "out_dir": path(&args.out_dir),
+        "index": indexed.then(|| path(&args.out_dir.join(dedup::INDEX))),
+        "archive": args.archive.as_deref().map(path),
+        "report": args.report.as_deref().map(path),
+        "removed_temporaries": tally.removed_temporaries,
+        "pruned": tally.pruned,
+        "seconds": seconds,
+        "threads": jobs,
+    });
+    println!("{summary}");
 }
 
 fn parse_object<'a>(name: &'a str, data: &'a [u8]) -> CliResult<LocalObject<'a>> {
