@@ -184,8 +184,8 @@ struct Tally {
     errors: Vec<String>,
     /// Index entries by output path.
     entries: BTreeMap<String, Value>,
-    /// Report rows with their kernel's position.
-    rows: Vec<(usize, Value)>,
+    /// Report rows, one per kernel.
+    rows: Vec<Value>,
     /// Temporary files of an interrupted run, removed before this one.
     removed_temporaries: usize,
     /// Stored outputs no kernel uses any more, removed after this run.
@@ -418,7 +418,7 @@ impl Tally {
         if args.report.is_some() {
             let error = finished.result.as_ref().err().map(String::as_str);
             let row = report::kernel_row(&rel, fields.clone(), finished.cells, error);
-            self.rows.push((finished.index, row));
+            self.rows.push(row);
         }
         let mut entry = fields;
         entry["path"] = json!(rel);
@@ -501,11 +501,7 @@ fn write_products(
                 report::kernel_row(rel, fields, Vec::new(), Some(line))
             })
             .collect();
-        rows.extend(
-            std::mem::take(&mut tally.rows)
-                .into_iter()
-                .map(|(_, row)| row),
-        );
+        rows.append(&mut tally.rows);
         rows.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
         if let Err(e) = report::write(path, object_names, rows) {
             tally.errors.push(e.0);

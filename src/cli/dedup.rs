@@ -153,13 +153,15 @@ pub fn remove_stale_temporaries(out: &Path) -> usize {
     removed
 }
 
-/// The process id in a temporary file's name `.NAME.tmp.PID.N`.
+/// The process id in the name `.NAME.tmp.PID.N` of a temporary file for one of the files batch
+/// writes under OUT (`NAME` a `.btf` or the index), so nobody else's file is taken for one.
 fn temporary_owner(name: &str) -> Option<u32> {
     let rest = name.strip_prefix('.')?;
     let mut parts = rest.rsplitn(3, '.');
     parts.next()?.parse::<u32>().ok()?;
     let pid = parts.next()?.parse::<u32>().ok()?;
-    parts.next()?.ends_with(".tmp").then_some(pid)
+    let target = parts.next()?.strip_suffix(".tmp")?;
+    (target.ends_with(".btf") || target == INDEX).then_some(pid)
 }
 
 /// The kernel fields of an index entry, from its BTFHub path `DISTRO/VERSION/ARCH/KERNEL.btf`
@@ -394,6 +396,9 @@ mod tests {
         assert_eq!(temporary_owner("x.btf.tmp.123.4"), None);
         assert_eq!(temporary_owner(".x.btf"), None);
         assert_eq!(temporary_owner(".x.btf.tmp.abc.4"), None);
+        assert_eq!(temporary_owner(".index.json.tmp.77.0"), Some(77));
+        // Not a file batch writes.
+        assert_eq!(temporary_owner(".notes.txt.tmp.77.0"), None);
     }
 
     #[test]
