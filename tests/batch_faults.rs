@@ -381,10 +381,21 @@ fn sigkill_mid_run_leaves_no_partial_output_and_resume_redoes_only_the_rest() {
         recorded.len()
     );
 
+    // What a killed writer leaves (a pid that cannot run: above pid_max) goes on the next
+    // run; a running process's temporary file stays.
+    let dead = out.join("distro/0/x86_64/.5.0.0.btf.tmp.999999999.0");
+    let alive = out.join(format!(".index.json.tmp.{}.0", std::process::id()));
+    std::fs::write(&dead, b"partial").unwrap();
+    std::fs::write(&alive, b"someone's").unwrap();
+
     // --resume: only what the killed run did not finish.
     let run = batch_with(&tree, &out, &["--dedup", "--resume", "--json"], &objects);
     let s = summary(&run);
     assert!(run.status.success(), "{}", stderr(&run));
+    assert!(!dead.exists());
+    assert!(s["removed_temporaries"].as_u64().unwrap() >= 1);
+    assert!(alive.exists());
+    std::fs::remove_file(&alive).unwrap();
     assert_eq!(s["ok"], KERNELS);
     assert_eq!(s["reused"], recorded.len(), "{}", stderr(&run));
     assert_eq!(kernel_outputs(&out).len(), KERNELS);
