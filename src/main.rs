@@ -31,6 +31,11 @@ enum Command {
     MinCoreBtf(cli::min_core_btf::MinCoreBtfArgs),
     /// Minimize OBJECTs against every kernel BTF under a BTFHub-style tree, in parallel.
     Batch(cli::batch::BatchArgs),
+    /// bpftool's spelling of min-core-btf: `gen min_core_btf INPUT OUTPUT OBJECT...`, with
+    /// bpftool's exit codes.
+    Gen(cli::bpftool::GenArgs),
+    /// bpftool's spelling of dump: `btf dump file FILE [format raw]`, with bpftool's exit codes.
+    Btf(cli::bpftool::BtfArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +52,8 @@ fn main() -> ExitCode {
         Command::Relocate(a) => cli::relocate::run(&a),
         Command::MinCoreBtf(a) => cli::min_core_btf::run(&a),
         Command::Batch(a) => cli::batch::run(&a),
+        Command::Gen(a) => cli::bpftool::run_gen(&a),
+        Command::Btf(a) => cli::bpftool::run_btf(&a),
     };
     match result {
         Ok(code) => code,

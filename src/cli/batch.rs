@@ -13,14 +13,24 @@
 //! work. A kernel that fails (unreadable, corrupt, or a relocation libbpf would fail) is
 //! reported on one line naming its file, and the others go on; the exit status is non-zero if
 //! any failed.
+//!
+//! `--dedup` stores each distinct output once and links the tree to it, `--archive` packs that
+//! set reproducibly, and `OUT/index.json` records every kernel's output and input hashes
+//! ([`super::dedup`]); `--resume` redoes only the kernels whose entry is missing or out of date.
+//! `--report` writes the compatibility report ([`super::report`]), `--json` the summary as JSON
+//! on stdout.
 
-use super::{CliError, CliResult, context, parse_target, read_file, scan_plan, write_atomic};
+use super::dedup::{self, LinkMode};
+use super::{
+    CliError, CliResult, context, parse_target, read_file, report, scan_plan, write_atomic,
+};
 use btfgen::btf::Btf;
 use btfgen::core::{BtfSource, CandidateIndex, ScanPlan, Targets};
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
+use serde_json::{Value, json};
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::io::{IsTerminal, Read};
 use std::num::NonZeroUsize;
@@ -55,9 +65,37 @@ pub struct BatchArgs {
     /// Compute threads (default: the number of CPUs).
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<NonZeroUsize>,
+    /// Store each distinct output once, as OUT/by-hash/SHA256.btf, and make the mirrored
+    /// paths relative symlinks to it (`--dedup=hardlink`: hard links); OUT/index.json maps
+    /// every kernel to its file and hash.
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "symlink")]
+    dedup: Option<LinkMode>,
+    /// Also write the deduplicated set (by-hash files, index.json, the tree as links) as one
+    /// reproducible .tar.xz: sorted members, owner 0, mtime SOURCE_DATE_EPOCH or 0.
+    #[arg(long, value_name = "FILE", requires = "dedup")]
+    archive: Option<PathBuf>,
+    /// Write the compatibility report (every kernel x object x program: ok, poisoned or
+    /// failed, with each relocation): HTML if FILE ends in .html, else JSON.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Redo only the kernels whose output is missing or out of date: input hashes, objects and
+    /// output recorded in OUT/index.json (or the journal of a run that was killed).
+    #[arg(long)]
+    resume: bool,
+    /// Print the final summary as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
     /// BPF objects whose CO-RE relocations decide what is kept, for every kernel.
     #[arg(required = true, value_name = "OBJECT")]
     objects: Vec<PathBuf>,
+}
+
+impl BatchArgs {
+    /// Whether this run keeps OUT/index.json (and its journal) up to date.
+    fn keeps_index(&self) -> bool {
+        self.dedup.is_some() || self.resume
+    }
 }
 
 /// One kernel BTF found under `--btf-dir`.
@@ -95,12 +133,63 @@ struct Done {
     resolved: u64,
 }
 
+/// A kernel file not minimized because another has its output path: (output path, why).
+type Skipped = (String, String);
+
 /// A computed output on its way to a writer thread.
 struct WriteJob {
     index: usize,
-    path: PathBuf,
     bytes: Vec<u8>,
     done: Done,
+    input_sha256: Option<String>,
+    cells: Vec<Value>,
+}
+
+/// What became of one kernel, sent to the main thread.
+struct Finished {
+    index: usize,
+    /// SHA-256 of the kernel's file, when the index is kept.
+    input_sha256: Option<String>,
+    result: Result<Output, String>,
+    /// The kernel's report cells (with `--report`).
+    cells: Vec<Value>,
+}
+
+/// A kernel's output, written now or still valid from an earlier run.
+struct Output {
+    /// What the computation took and gave; `None` when reused.
+    done: Option<Done>,
+    /// Its SHA-256 and size, when the index is kept.
+    sha256: Option<String>,
+    size: u64,
+}
+
+/// What a compute thread does with one kernel: hand its output to a writer, or report it done.
+enum Step {
+    Write(WriteJob),
+    Done(Finished),
+}
+
+/// What the run has done so far, kernel by kernel (kept by the main thread).
+#[derive(Default)]
+struct Tally {
+    ok: usize,
+    /// Kernels whose earlier output was up to date (`--resume`).
+    reused: usize,
+    /// Totals over the kernels computed now.
+    sum: Done,
+    /// (output path, error) of each failed kernel.
+    failures: Vec<(String, String)>,
+    /// Errors writing the run's own files (journal, index, archive, report).
+    errors: Vec<String>,
+    /// Index entries by output path.
+    entries: BTreeMap<String, Value>,
+    /// Report rows, one per kernel.
+    rows: Vec<Value>,
+    /// Temporary files of an interrupted run, removed before this one.
+    removed_temporaries: usize,
+    /// Stored outputs no kernel uses any more, removed after this run.
+    pruned: usize,
 }
 
 /// Run `btfgen batch`.
@@ -119,9 +208,15 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         .collect::<CliResult<Vec<_>>>()?;
     // What every kernel's parse must find for them: the same for all kernels.
     let plan = scan_plan(objects.iter().map(|o| (o.name, &o.object, &o.btf)))?;
+    let object_hashes: Vec<(String, String)> = files
+        .iter()
+        .map(|(name, data)| (name.clone(), dedup::sha256_hex(data)))
+        .collect();
+    let hashes: Vec<String> = object_hashes.iter().map(|(_, h)| h.clone()).collect();
+    let run_key = dedup::run_key(&hashes, args.dedup);
 
-    let (kernels, mut failures) = find_kernels(&args.btf_dir, &args.out_dir)?;
-    let total = kernels.len() + failures.len();
+    let (kernels, skipped) = find_kernels(&args.btf_dir, &args.out_dir)?;
+    let total = kernels.len() + skipped.len();
     if total == 0 {
         return Err(CliError(format!(
             "{}: no *{BTF_SUFFIX} or *{PACKED_SUFFIX} files found",
@@ -137,21 +232,40 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     // compute threads busy.
     let writers = (2 * jobs).clamp(2, 16).min(kernels.len().max(1));
 
-    let report = Reporter::new(total as u64);
-    for line in &failures {
-        report.failed(line);
+    // What a killed run left: its temporary files go, its finished kernels count for --resume.
+    let stale = dedup::remove_stale_temporaries(&args.out_dir);
+    let previous = if args.resume {
+        dedup::previous_entries(&args.out_dir, &run_key)
+    } else {
+        BTreeMap::new()
+    };
+    let mut tally = Tally {
+        removed_temporaries: stale,
+        ..Tally::default()
+    };
+    let mut journal = None;
+    if args.keeps_index() {
+        match dedup::Journal::create(&args.out_dir, &run_key) {
+            Ok(j) => journal = Some(j),
+            Err(e) => tally.errors.push(e.0),
+        }
     }
 
-    let mut sum = Done::default();
-    let mut ok = 0usize;
+    let progress = Reporter::new(total as u64);
+    for (path, line) in &skipped {
+        progress.failed(line);
+        tally.failures.push((path.clone(), line.clone()));
+    }
+
     let next = AtomicUsize::new(0);
-    let (done_tx, done_rx) = mpsc::channel::<(usize, CliResult<Done>)>();
+    let (done_tx, done_rx) = mpsc::channel::<Finished>();
     let (write_tx, write_rx) = mpsc::channel::<WriteJob>();
     let write_rx = Mutex::new(write_rx);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let (done_tx, write_tx) = (done_tx.clone(), write_tx.clone());
-            let (kernels, objects, plan, next) = (&kernels, &objects, &plan, &next);
+            let (kernels, objects, plan, next, previous) =
+                (&kernels, &objects, &plan, &next, &previous);
             scope.spawn(move || {
                 let (mut input, mut unpacked) = (Vec::new(), Vec::new());
                 loop {
@@ -159,26 +273,18 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
                     let Some(kernel) = kernels.get(index) else {
                         break;
                     };
-                    match minimize(kernel, objects, plan, &mut input, &mut unpacked) {
-                        Ok((bytes, done)) => {
-                            let path = args.out_dir.join(&kernel.relative);
-                            // The writers outlive every compute thread, so this cannot fail.
-                            let _ = write_tx.send(WriteJob {
-                                index,
-                                path,
-                                bytes,
-                                done,
-                            });
-                        }
-                        Err(e) => {
-                            let _ = done_tx.send((index, Err(e)));
-                        }
+                    let buffers = (&mut input, &mut unpacked);
+                    // The writers and the main thread outlive every compute thread, so the
+                    // sends cannot fail.
+                    match process(args, kernel, index, objects, plan, previous, buffers) {
+                        Step::Write(job) => drop(write_tx.send(job)),
+                        Step::Done(finished) => drop(done_tx.send(finished)),
                     }
                 }
             });
         }
         for _ in 0..writers {
-            let (done_tx, write_rx) = (done_tx.clone(), &write_rx);
+            let (done_tx, write_rx, kernels) = (done_tx.clone(), &write_rx, &kernels);
             scope.spawn(move || {
                 loop {
                     // Hold the lock only while taking a job, not while writing it.
@@ -187,58 +293,324 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
                         Err(_) => break,
                     };
                     let Ok(job) = job else { break };
-                    let result = write_output(&job.path, &job.bytes).map(|()| job.done);
-                    let _ = done_tx.send((job.index, result));
+                    let result = write_kernel(args, &kernels[job.index], &job.bytes)
+                        .map(|sha256| Output {
+                            done: Some(job.done),
+                            sha256,
+                            size: job.bytes.len() as u64,
+                        })
+                        .map_err(|e| e.0);
+                    let _ = done_tx.send(Finished {
+                        index: job.index,
+                        input_sha256: job.input_sha256,
+                        result,
+                        cells: job.cells,
+                    });
                 }
             });
         }
         // Only the threads hold senders now: the loop below ends when they are all done.
         drop((done_tx, write_tx));
-        for (index, result) in done_rx {
-            let kernel = &kernels[index];
-            match result {
-                Ok(done) => {
-                    ok += 1;
-                    sum.add(&done);
-                    report.ok(kernel, &done);
-                }
-                Err(e) => {
-                    failures.push(e.0.clone());
-                    report.failed(&e.0);
-                }
+        for finished in done_rx {
+            let entry = tally.record(args, &kernels[finished.index], finished, &progress);
+            if let Some(j) = &mut journal
+                && let Err(e) = j.append(&entry)
+            {
+                // Only --resume after a kill needs it; the run itself goes on (the error is
+                // reported with the summary).
+                tally.errors.push(e.0);
+                journal = None;
             }
         }
     });
-    report.finish();
+    progress.finish();
 
-    let failed = failures.len();
-    let relocations = if ok == 0 {
-        0
+    let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+    write_products(
+        args,
+        &mut tally,
+        journal,
+        &run_key,
+        &object_hashes,
+        &skipped,
+        &names,
+    );
+    for e in &tally.errors {
+        eprintln!("btfgen: FAILED {e}");
+    }
+    print_summary(args, &tally, total, objects.len(), jobs, started);
+    Ok(if tally.failures.is_empty() && tally.errors.is_empty() {
+        ExitCode::SUCCESS
     } else {
-        sum.relocations / ok as u64
+        ExitCode::FAILURE
+    })
+}
+
+/// One kernel on a compute thread: read it, reuse its earlier output if `--resume` finds it up
+/// to date (relocating it anyway for `--report`), else minimize it for a writer.
+fn process(
+    args: &BatchArgs,
+    kernel: &Kernel,
+    index: usize,
+    objects: &[LocalObject<'_>],
+    plan: &ScanPlan<'_>,
+    previous: &BTreeMap<String, Value>,
+    (input, unpacked): (&mut Vec<u8>, &mut Vec<u8>),
+) -> Step {
+    let finished = |input_sha256, result, cells| {
+        Step::Done(Finished {
+            index,
+            input_sha256,
+            result,
+            cells,
+        })
     };
+    if let Err(e) = read_input(kernel, input) {
+        return finished(None, Err(e.0), Vec::new());
+    }
+    let input_sha256 = args.keeps_index().then(|| dedup::sha256_hex(input));
+    let up_to_date = input_sha256.as_deref().and_then(|hash| {
+        previous
+            .get(kernel.relative.to_string_lossy().as_ref())
+            .filter(|entry| dedup::still_valid(&args.out_dir, entry, hash))
+    });
+    let reuse = |entry: &Value, cells| {
+        let output = Output {
+            done: None,
+            sha256: entry["sha256"].as_str().map(str::to_string),
+            size: entry["size"].as_u64().unwrap_or(0),
+        };
+        finished(input_sha256.clone(), Ok(output), cells)
+    };
+    if let (Some(entry), None) = (up_to_date, &args.report) {
+        return reuse(entry, Vec::new());
+    }
+    let mut cells = Vec::new();
+    let want_cells = args.report.is_some().then_some(&mut cells);
+    match (
+        minimize(kernel, objects, plan, input, unpacked, want_cells),
+        up_to_date,
+    ) {
+        // The report needed the relocations; the output on disk stands.
+        (Ok(_), Some(entry)) => reuse(entry, cells),
+        (Ok((bytes, done)), None) => Step::Write(WriteJob {
+            index,
+            bytes,
+            done,
+            input_sha256,
+            cells,
+        }),
+        (Err(e), _) => finished(input_sha256, Err(e.0), cells),
+    }
+}
+
+impl Tally {
+    /// Count one finished kernel, report its progress, and return its index entry.
+    fn record(
+        &mut self,
+        args: &BatchArgs,
+        kernel: &Kernel,
+        finished: Finished,
+        progress: &Reporter,
+    ) -> Value {
+        let rel = kernel.relative.to_string_lossy().into_owned();
+        let fields = dedup::kernel_fields(&kernel.relative);
+        if args.report.is_some() {
+            let error = finished.result.as_ref().err().map(String::as_str);
+            let row = report::kernel_row(&rel, fields.clone(), finished.cells, error);
+            self.rows.push(row);
+        }
+        let mut entry = fields;
+        entry["path"] = json!(rel);
+        let input = kernel.input.strip_prefix(&args.btf_dir);
+        entry["input"] = json!(input.unwrap_or(&kernel.input).to_string_lossy());
+        entry["input_sha256"] = json!(finished.input_sha256);
+        match finished.result {
+            Ok(output) => {
+                self.ok += 1;
+                match &output.done {
+                    Some(done) => {
+                        self.sum.add(done);
+                        progress.ok(kernel, done);
+                    }
+                    None => {
+                        self.reused += 1;
+                        progress.reused(kernel);
+                    }
+                }
+                let file = match (&args.dedup, &output.sha256) {
+                    (Some(_), Some(hash)) => dedup::stored_path(hash),
+                    _ => kernel.relative.clone(),
+                };
+                entry["file"] = json!(file.to_string_lossy());
+                entry["sha256"] = json!(output.sha256);
+                entry["size"] = json!(output.size);
+            }
+            Err(e) => {
+                progress.failed(&e);
+                if args.dedup.is_some() {
+                    // An earlier run's link would outlive the stored file it points to once
+                    // that is pruned; the index says this kernel has no output now.
+                    let _ = std::fs::remove_file(args.out_dir.join(&kernel.relative));
+                }
+                entry["error"] = json!(e);
+                self.failures.push((rel.clone(), e));
+            }
+        }
+        self.entries.insert(rel, entry.clone());
+        entry
+    }
+}
+
+/// After the kernels: the index (then the journal goes), the store's unused files, the archive
+/// and the report. Errors go to `tally.errors`.
+fn write_products(
+    args: &BatchArgs,
+    tally: &mut Tally,
+    journal: Option<dedup::Journal>,
+    run_key: &str,
+    object_hashes: &[(String, String)],
+    skipped: &[Skipped],
+    object_names: &[String],
+) {
+    if args.keeps_index() {
+        let entries = &tally.entries;
+        match dedup::write_index(&args.out_dir, run_key, object_hashes, args.dedup, entries) {
+            Ok(()) => {
+                if let Some(j) = journal {
+                    j.remove();
+                }
+                if args.dedup.is_some() {
+                    tally.pruned = dedup::prune_unreferenced(&args.out_dir, entries);
+                }
+                if let (Some(archive), Some(mode)) = (&args.archive, args.dedup)
+                    && let Err(e) = dedup::write_archive(archive, &args.out_dir, mode, entries)
+                {
+                    tally.errors.push(e.0);
+                }
+            }
+            Err(e) => tally.errors.push(e.0),
+        }
+    }
+    if let Some(path) = &args.report {
+        // Skipped kernels (a second file for the same output) are in the report too.
+        let mut rows: Vec<Value> = skipped
+            .iter()
+            .map(|(rel, line)| {
+                let fields = dedup::kernel_fields(Path::new(rel));
+                report::kernel_row(rel, fields, Vec::new(), Some(line))
+            })
+            .collect();
+        rows.append(&mut tally.rows);
+        rows.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+        if let Err(e) = report::write(path, object_names, rows) {
+            tally.errors.push(e.0);
+        }
+    }
+}
+
+/// The final summary on stderr, with the deduplication saving; with `--json`, also as JSON on
+/// stdout.
+fn print_summary(
+    args: &BatchArgs,
+    tally: &Tally,
+    total: usize,
+    objects: usize,
+    jobs: usize,
+    started: Instant,
+) {
+    let (ok, reused, sum) = (tally.ok, tally.reused, &tally.sum);
+    let failed = tally.failures.len();
+    let computed = (ok - reused) as u64;
+    let relocations = sum.relocations.checked_div(computed).unwrap_or(0);
     let resolved = if sum.relocations == 0 {
         0.0
     } else {
         100.0 * sum.resolved as f64 / sum.relocations as f64
     };
+    // Distinct outputs among the kernels that have one (known where the index is kept).
+    let mut distinct: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut output_bytes = 0u64;
+    for e in tally.entries.values() {
+        if let (Some(hash), Some(size)) = (e["sha256"].as_str(), e["size"].as_u64()) {
+            distinct.insert(hash, size);
+            output_bytes += size;
+        }
+    }
+    let stored_bytes: u64 = distinct.values().sum();
+    let seconds = started.elapsed().as_secs_f64();
+    let reused_note = if reused > 0 {
+        format!(" ({reused} up to date, not redone)")
+    } else {
+        String::new()
+    };
     if !super::quiet() {
         eprintln!(
-            "btfgen batch: {ok} kernel(s) ok, {failed} failed; {} object(s), {relocations} CO-RE relocation(s) per kernel \
-         ({resolved:.1}% resolved); {} of kernel BTF ({} on disk) -> {} in {} ({:.2} s, {jobs} thread(s))",
-            objects.len(),
+            "btfgen batch: {ok} kernel(s) ok{reused_note}, {failed} failed; {objects} object(s), {relocations} CO-RE relocation(s) per kernel \
+             ({resolved:.1}% resolved); {} of kernel BTF ({} on disk) -> {} in {} ({seconds:.2} s, {jobs} thread(s))",
             human_bytes(sum.btf_bytes),
             human_bytes(sum.disk_bytes),
             human_bytes(sum.out_bytes),
             args.out_dir.display(),
-            started.elapsed().as_secs_f64()
         );
+        if args.dedup.is_some() && ok > 0 {
+            let saved = 100.0 * (1.0 - stored_bytes as f64 / output_bytes.max(1) as f64);
+            eprintln!(
+                "btfgen batch: dedup: {ok} output(s) stored as {} distinct file(s) in {}/{}: {} instead of {} ({saved:.1}% saved)",
+                distinct.len(),
+                args.out_dir.display(),
+                dedup::BY_HASH,
+                human_bytes(stored_bytes),
+                human_bytes(output_bytes),
+            );
+        }
+        if tally.removed_temporaries > 0 {
+            eprintln!(
+                "btfgen batch: removed {} temporary file(s) an interrupted run left",
+                tally.removed_temporaries
+            );
+        }
+        if tally.pruned > 0 {
+            eprintln!(
+                "btfgen batch: removed {} stored output(s) no kernel uses any more",
+                tally.pruned
+            );
+        }
     }
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    if !args.json {
+        return;
+    }
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    let indexed = args.keeps_index();
+    let summary = json!({
+        "kernels": total,
+        "ok": ok,
+        "reused": reused,
+        "failed": failed,
+        "failures": tally
+            .failures
+            .iter()
+            .map(|(path, error)| json!({"path": path, "error": error}))
+            .collect::<Vec<_>>(),
+        "errors": tally.errors,
+        "objects": args.objects.iter().map(|p| path(p)).collect::<Vec<_>>(),
+        "relocations_per_kernel": relocations,
+        "kernel_btf_bytes": sum.btf_bytes,
+        "disk_bytes": sum.disk_bytes,
+        "written_bytes": sum.out_bytes,
+        "distinct_outputs": indexed.then_some(distinct.len()),
+        "output_bytes": indexed.then_some(output_bytes),
+        "stored_bytes": indexed.then_some(stored_bytes),
+        "out_dir": path(&args.out_dir),
+        "index": indexed.then(|| path(&args.out_dir.join(dedup::INDEX))),
+        "archive": args.archive.as_deref().map(path),
+        "report": args.report.as_deref().map(path),
+        "removed_temporaries": tally.removed_temporaries,
+        "pruned": tally.pruned,
+        "seconds": seconds,
+        "threads": jobs,
+    });
+    println!("{summary}");
 }
 
 fn parse_object<'a>(name: &'a str, data: &'a [u8]) -> CliResult<LocalObject<'a>> {
@@ -250,10 +622,11 @@ fn parse_object<'a>(name: &'a str, data: &'a [u8]) -> CliResult<LocalObject<'a>>
     Ok(LocalObject { name, object, btf })
 }
 
-/// Every kernel BTF under `root`, sorted by path, and a failure line for each one whose output
-/// path another one already has (`K.btf` next to `K.btf.tar.xz`). Hidden entries and `out_dir`
-/// (when it lies inside `root`) are skipped; symlinks to files are followed, to directories not.
-fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<String>)> {
+/// Every kernel BTF under `root`, sorted by path, and (output path, failure line) for each one
+/// whose output path another one already has (`K.btf` next to `K.btf.tar.xz`). Hidden entries
+/// and `out_dir` (when it lies inside `root`) are skipped; symlinks to directories are not
+/// followed, but a symlink named like a kernel is one (a dangling one fails when read).
+fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Skipped>)> {
     let skip = std::fs::canonicalize(out_dir).ok();
     let mut found = Vec::new();
     let mut pending = vec![PathBuf::new()];
@@ -273,8 +646,7 @@ fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Stri
                 pending.push(rel.join(&name));
                 continue;
             }
-            let is_file = file_type.is_file() || (file_type.is_symlink() && entry.path().is_file());
-            if !is_file {
+            if !file_type.is_file() && !file_type.is_symlink() {
                 continue;
             }
             let bytes = name.as_encoded_bytes();
@@ -305,11 +677,14 @@ fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Stri
     let mut seen: HashMap<PathBuf, PathBuf> = HashMap::new();
     for k in found {
         if let Some(first) = seen.get(&k.relative) {
-            failures.push(format!(
-                "{}: skipped: same output {} as {}",
-                k.input.display(),
-                k.relative.display(),
-                first.display()
+            failures.push((
+                k.relative.to_string_lossy().into_owned(),
+                format!(
+                    "{}: skipped: same output {} as {}",
+                    k.input.display(),
+                    k.relative.display(),
+                    first.display()
+                ),
             ));
             continue;
         }
@@ -319,22 +694,30 @@ fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Stri
     Ok((kernels, failures))
 }
 
-/// Minimize `objects` (whose candidates `plan` finds) against one kernel: the output bytes and
-/// what went in and out. `input`
-/// and `unpacked` are the calling thread's buffers, reused from kernel to kernel (a kernel BTF
-/// is a few MiB: fresh buffers would cost a page fault every 4 KiB, each time).
+/// Read a kernel's file into `input`, the calling thread's buffer, reused from kernel to
+/// kernel (a kernel BTF is a few MiB: fresh buffers would cost a page fault every 4 KiB, each
+/// time).
+fn read_input(kernel: &Kernel, input: &mut Vec<u8>) -> CliResult<()> {
+    input.clear();
+    std::fs::File::open(&kernel.input)
+        .and_then(|mut f| f.read_to_end(input))
+        .map(drop)
+        .map_err(context(kernel.input.display()))
+}
+
+/// Minimize `objects` (whose candidates `plan` finds) against one kernel, whose file's bytes are
+/// `input`: the output bytes and what went in and out. `unpacked` is the calling thread's buffer
+/// for a packed kernel. With `cells`, each program's relocations are reported there (also when
+/// a relocation fails the kernel).
 fn minimize(
     kernel: &Kernel,
     objects: &[LocalObject<'_>],
     plan: &ScanPlan<'_>,
-    input: &mut Vec<u8>,
+    input: &[u8],
     unpacked: &mut Vec<u8>,
+    mut cells: Option<&mut Vec<Value>>,
 ) -> CliResult<(Vec<u8>, Done)> {
     let name = kernel.input.display();
-    input.clear();
-    std::fs::File::open(&kernel.input)
-        .and_then(|mut f| f.read_to_end(input))
-        .map_err(context(&name))?;
     let data: &[u8] = if kernel.packed {
         let expected = kernel.relative.file_name().unwrap_or_default();
         unpack(input, expected, unpacked).map_err(context(&name))?;
@@ -351,9 +734,30 @@ fn minimize(
         .absorb(plan, &targets, &[(BtfSource::Main, &ids)])
         .map_err(context(format!("{name}: indexing candidates")))?;
     let mut info = RelocInfo::with_index(targets, index);
+    let mut failed = None;
     for o in objects {
-        info.add_object(o.name, &o.object, &o.btf)
+        let relocated = info
+            .relocate(&o.object, &o.btf)
             .map_err(context(format!("{name}: {}", o.name)))?;
+        if let Some(cells) = cells.as_deref_mut() {
+            cells.extend(report::object_cells(
+                o.name,
+                &o.object,
+                &o.btf,
+                info.targets(),
+                &relocated,
+            ));
+        }
+        // With a report, the other objects' relocations are still worth reporting.
+        if let Err(e) = info.add_relocated(o.name, &relocated) {
+            failed.get_or_insert(CliError(format!("{name}: {}: {e}", o.name)));
+            if cells.is_none() {
+                break;
+            }
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
     }
     let minimized = info
         .to_btf()
@@ -417,11 +821,23 @@ fn unpack(archive: &[u8], expected: &OsStr, out: &mut Vec<u8>) -> Result<(), Str
     }
 }
 
-fn write_output(path: &Path, bytes: &[u8]) -> CliResult<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(context(dir.display()))?;
+/// Write one kernel's output under OUT: stored by hash and linked with `--dedup`, else at its
+/// mirrored path. Its SHA-256 when the index is kept.
+fn write_kernel(args: &BatchArgs, kernel: &Kernel, bytes: &[u8]) -> CliResult<Option<String>> {
+    let hash = args.keeps_index().then(|| dedup::sha256_hex(bytes));
+    match (args.dedup, &hash) {
+        (Some(mode), Some(hash)) => {
+            dedup::store(&args.out_dir, &kernel.relative, hash, bytes, mode)?;
+        }
+        _ => {
+            let path = args.out_dir.join(&kernel.relative);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(context(dir.display()))?;
+            }
+            write_atomic(&path, bytes)?;
+        }
     }
-    write_atomic(path, bytes)
+    Ok(hash)
 }
 
 impl Done {
@@ -480,6 +896,19 @@ impl Reporter {
                 done.btf_bytes,
                 done.out_types,
                 done.out_bytes
+            ),
+        }
+    }
+
+    fn reused(&self, kernel: &Kernel) {
+        let n = self.count.get() + 1;
+        self.count.set(n);
+        match &self.bar {
+            Some(bar) => bar.inc(1),
+            None => eprintln!(
+                "btfgen: [{n}/{}] {}: up to date",
+                self.total,
+                kernel.relative.display()
             ),
         }
     }

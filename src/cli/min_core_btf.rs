@@ -2,9 +2,13 @@
 //! the main job. With no arguments it runs on its embedded default: the running kernel's BTF
 //! and the example object the repo ships, writing `min.btf`.
 
-use super::{CliError, CliResult, TargetFiles, context, read_file, scan_plan, write_atomic};
+use super::modules::ModuleArgs;
+use super::{
+    CliError, CliResult, TargetFiles, context, read_file, report, scan_plan, write_atomic,
+};
 use btfgen::btf::Btf;
 use btfgen::core::CandidateIndex;
+use btfgen::core::relocate::local_type_names;
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
 use std::path::{Path, PathBuf};
@@ -42,9 +46,33 @@ pub struct MinCoreBtfArgs {
     /// Kernel module BTF (split on INPUT), searched for types INPUT does not have.
     #[arg(long = "module-btf")]
     module_btf: Vec<PathBuf>,
+    /// Module BTFs of the kernel's BTF directory.
+    #[command(flatten)]
+    modules: ModuleArgs,
     /// Print, for each kept type and member, the relocations that needed it.
     #[arg(long)]
     explain: bool,
+    /// Write the compatibility report for this kernel (every object x program: ok, poisoned
+    /// or failed, with each relocation; written even when a relocation fails): HTML if FILE
+    /// ends in .html, else JSON (schema: `btfgen batch --report`).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+}
+
+impl MinCoreBtfArgs {
+    /// The arguments of `bpftool gen min_core_btf INPUT OUTPUT OBJECT...`.
+    pub fn bpftool(input: PathBuf, output: PathBuf, objects: Vec<PathBuf>) -> Self {
+        MinCoreBtfArgs {
+            input: Some(input),
+            output: Some(output),
+            objects,
+            base_btf: None,
+            module_btf: Vec::new(),
+            modules: ModuleArgs::default(),
+            explain: false,
+            report: None,
+        }
+    }
 }
 
 /// Run `btfgen min-core-btf`.
@@ -72,16 +100,18 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     for path in &args.objects {
         objects.push((path.display().to_string(), read_file(path)?));
     }
-    let files = if args.input.is_none() && !input.exists() {
+    let embedded = args.input.is_none() && !input.exists();
+    let (files, dir_modules) = if embedded {
         eprintln!(
             "btfgen: {} not found; using the example kernel BTF {EXAMPLE_KERNEL_NAME}",
             input.display()
         );
-        TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF)
+        let files = TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF);
+        (files, Vec::new())
     } else {
-        TargetFiles::read(&input, args.base_btf.as_deref(), &args.module_btf)?
+        let files = TargetFiles::read(&input, args.base_btf.as_deref(), &args.module_btf)?;
+        (files, args.modules.module_btfs(&input)?)
     };
-    let input_bytes = files.input_len();
     let mut parsed = Vec::new();
     for (name, data) in &objects {
         let obj = BpfObject::parse(data).map_err(context(name))?;
@@ -98,14 +128,44 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
             .iter()
             .map(|(name, obj, local)| (name.as_str(), obj, local)),
     )?;
-    files.with_targets(Some(plan.filter()), |targets, found| {
-        let mut index = CandidateIndex::new();
-        index
-            .absorb(&plan, targets, found)
-            .map_err(context("indexing candidates"))?;
-        let info = RelocInfo::with_index(targets.clone(), index);
-        minimize(args, info, &parsed, &output, input_bytes, started)
-    })
+    let wanted: Vec<_> = parsed
+        .iter()
+        .map(|(name, obj, local)| local_type_names(obj, local).map_err(context(name)))
+        .collect::<CliResult<Vec<_>>>()?
+        .concat();
+    // The directory's modules are read only if the kernel lacks a candidate, as libbpf loads
+    // module BTFs only then; they can change nothing otherwise.
+    let run_with = |files: &TargetFiles, check_modules: bool| {
+        let input_bytes = files.input_len();
+        files.with_targets(Some(plan.filter()), |targets, found| {
+            let mut index = CandidateIndex::new();
+            index
+                .absorb(&plan, targets, found)
+                .map_err(context("indexing candidates"))?;
+            if check_modules {
+                for (name, kind) in &wanted {
+                    let none = index
+                        .candidates(name, Some(*kind))
+                        .map_err(context("indexing candidates"))?
+                        .is_empty();
+                    if none {
+                        return Ok(None);
+                    }
+                }
+            }
+            let info = RelocInfo::with_index(targets.clone(), index);
+            minimize(args, info, &parsed, &output, input_bytes, started, &input).map(Some)
+        })
+    };
+    if let Some(code) = run_with(&files, !dir_modules.is_empty())? {
+        return Ok(code);
+    }
+    drop(files);
+    let mut modules = args.module_btf.clone();
+    modules.extend(dir_modules);
+    let files = TargetFiles::read(&input, args.base_btf.as_deref(), &modules)?;
+    run_with(&files, false)?
+        .ok_or_else(|| CliError("internal error: module BTFs checked twice".into()))
 }
 
 fn minimize(
@@ -115,9 +175,40 @@ fn minimize(
     output: &Path,
     input_bytes: usize,
     started: Instant,
+    input: &Path,
 ) -> CliResult<ExitCode> {
+    let mut cells = Vec::new();
+    let mut failed = None;
     for (name, obj, local) in parsed {
-        info.add_object(name, obj, local).map_err(context(name))?;
+        let relocated = info.relocate(obj, local).map_err(context(name))?;
+        if args.report.is_some() {
+            cells.extend(report::object_cells(
+                name,
+                obj,
+                local,
+                info.targets(),
+                &relocated,
+            ));
+        }
+        if let Err(e) = info.add_relocated(name, &relocated) {
+            failed.get_or_insert(CliError(format!("{name}: {e}")));
+            // With a report, the other objects' relocations are still worth reporting.
+            if args.report.is_none() {
+                break;
+            }
+        }
+    }
+    if let Some(path) = &args.report {
+        let name = input.display().to_string();
+        let fields =
+            serde_json::json!({"distro": null, "version": null, "arch": null, "kernel": name});
+        let error = failed.as_ref().map(|e| e.0.as_str());
+        let row = report::kernel_row(&name, fields, cells, error);
+        let objects: Vec<String> = parsed.iter().map(|(name, ..)| name.to_string()).collect();
+        report::write(path, &objects, vec![row])?;
+    }
+    if let Some(e) = failed {
+        return Err(e);
     }
     let minimized = info.to_btf().map_err(context("emitting minimized BTF"))?;
     write_atomic(output, &minimized.bytes)?;

@@ -1,10 +1,14 @@
 //! Subcommands of the `btfgen` binary, plus the file helpers they share.
 
 pub mod batch;
+pub mod bpftool;
+pub mod dedup;
 pub mod dump;
 pub mod input;
 pub mod min_core_btf;
+pub mod modules;
 pub mod relocate;
+pub mod report;
 
 use btfgen::btf::{Btf, NameFilter, Validation};
 use btfgen::core::relocate::local_type_names;

@@ -57,7 +57,8 @@ fn local_type_name(btf: &Btf<'_>, id: u32) -> String {
         .map_or(full.clone(), |(_, rest)| rest.to_string())
 }
 
-fn to_json(
+/// One relocation as `--json` prints it (also the relocations of `--report`, [`super::report`]).
+pub fn to_json(
     path: &str,
     local: &Btf<'_>,
     targets: &Targets<'_>,

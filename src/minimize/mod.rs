@@ -5,7 +5,7 @@ mod emit;
 pub mod marks;
 
 use crate::btf::Btf;
-use crate::core::relocate::{local_type_names, relocate_object};
+use crate::core::relocate::{RelocatedObject, local_type_names, relocate_object};
 use crate::core::{Candidate, CandidateIndex, RelocKind, Targets};
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -110,14 +110,32 @@ impl<'t> RelocInfo<'t> {
     /// object is recorded then. Only running out of memory while recording can leave part of an
     /// object recorded (the output then keeps more than it needs); drop the `RelocInfo` then.
     pub fn add_object(&mut self, name: &str, obj: &BpfObject<'_>, local: &Btf<'_>) -> Result<()> {
-        let relocated = relocate_object(obj, local, &self.targets, &mut self.index)?;
+        let relocated = self.relocate(obj, local)?;
+        self.add_relocated(name, &relocated)
+    }
+
+    /// Relocate every CO-RE record of `obj` against the targets, with this info's candidate
+    /// index, without recording anything: each relocation's result, for a caller that reports
+    /// them before [`RelocInfo::add_relocated`] (what [`RelocInfo::add_object`] does in one step).
+    pub fn relocate<'o>(
+        &mut self,
+        obj: &BpfObject<'o>,
+        local: &Btf<'o>,
+    ) -> Result<RelocatedObject<'o, 't>> {
+        relocate_object(obj, local, &self.targets, &mut self.index)
+    }
+
+    /// Record what the relocations of one object (from [`RelocInfo::relocate`] on this info)
+    /// need, as [`RelocInfo::add_object`] does: a failed relocation fails the whole object and
+    /// nothing of it is recorded.
+    pub fn add_relocated(&mut self, name: &str, relocated: &RelocatedObject<'_, 't>) -> Result<()> {
         for r in &relocated.relocations {
             if let Err(e) = &r.outcome {
                 return Err(e.clone());
             }
         }
         let mut marks = core::mem::take(&mut self.marks);
-        let result = self.record(name, &relocated, &mut marks);
+        let result = self.record(name, relocated, &mut marks);
         self.marks = marks;
         result?;
         self.stats.objects += 1;
@@ -127,7 +145,7 @@ impl<'t> RelocInfo<'t> {
     fn record(
         &mut self,
         name: &str,
-        relocated: &crate::core::relocate::RelocatedObject<'_, '_>,
+        relocated: &RelocatedObject<'_, '_>,
         marks: &mut Marks,
     ) -> Result<()> {
         // libbpf prunes each local type's candidates to those that matched, so the match sets of
