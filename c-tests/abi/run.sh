@@ -45,11 +45,12 @@ skip() {
 
 # --- the library itself -------------------------------------------------------------------
 
-# Exactly the API, each symbol under BTFGEN_0.1, plus the version node itself.
+# Exactly the API, each symbol under its capi.map version node, plus the nodes themselves.
 symbols() {
     local want got
-    want=$( (sed -n 's/^[[:space:]]*\([a-z_][a-z0-9_]*\);$/\1@@BTFGEN_0.1/p' "$ROOT/capi.map"
-        echo BTFGEN_0.1) | sort)
+    want=$(awk '/^BTFGEN_[0-9.]+ \{/ { node = $1; print node }
+        /^[[:space:]]*[a-z_][a-z0-9_]*;$/ { sub(/;$/, "", $1); print $1 "@@" node }' \
+        "$ROOT/capi.map" | sort)
     got=$(nm -D --defined-only --with-symbol-versions "$LIB/libbtfgen.so.1" | awk '{print $3}' | sort)
     echo "exported:"
     echo "$got"
@@ -57,8 +58,8 @@ symbols() {
     # ... and every function the header declares is among them, and vice versa.
     local declared
     declared=$(grep -oE '^[a-z].*[ *]([a-z_0-9]+)\(' "$ROOT/include/btfgen.h" \
-        | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1@@BTFGEN_0.1/' | sort)
-    diff <(echo "$want" | grep -v '^BTFGEN_0.1$') <(echo "$declared")
+        | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | sort)
+    diff <(echo "$want" | grep -v '^BTFGEN_[0-9.]*$' | sed 's/@@.*//' | sort) <(echo "$declared")
 }
 
 soname() {

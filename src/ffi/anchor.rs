@@ -22,7 +22,9 @@ impl<T> Anchor<T> {
     /// Move `value` to the heap.
     pub(super) fn new(value: T) -> Self {
         Anchor {
-            ptr: Box::into_raw(Box::new(value)),
+            // Counted against the current budget but never refused: `Box::new` cannot fail
+            // without aborting (and the box is a few words).
+            ptr: Box::into_raw(crate::budget::count_only(|| Box::new(value))),
         }
     }
 

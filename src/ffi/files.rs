@@ -28,7 +28,9 @@ pub(super) unsafe fn c_path<'a>(path: *const c_char) -> Result<&'a Path, Errno> 
 /// The whole contents of the file at `path`. A directory is `EISDIR`; other failures are the
 /// `errno` of the failing system call. The buffer is reserved fallibly from the file's size.
 pub(super) fn read(path: &Path) -> Result<Vec<u8>, Errno> {
-    let mut file = File::open(path)?;
+    // A path too long for std's stack buffer is copied to the heap infallibly: counted against
+    // the current budget, never refused (which would abort).
+    let mut file = crate::budget::count_only(|| File::open(path))?;
     let meta = file.metadata()?;
     if meta.is_dir() {
         return Err(Errno(libc::EISDIR));
