@@ -220,15 +220,15 @@ struct Current {
     enforce: bool,
 }
 
-const NO_BUDGET: Current = Current {
-    state: ptr::null(),
-    enforce: false,
-};
-
 #[cfg(feature = "std")]
 mod current {
-    use super::{Current, NO_BUDGET};
+    use super::Current;
     use core::cell::Cell;
+
+    const NO_BUDGET: Current = Current {
+        state: core::ptr::null(),
+        enforce: false,
+    };
 
     std::thread_local! {
         // `const`-initialized and without a destructor: reading it never allocates, which the

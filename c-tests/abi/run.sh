@@ -219,6 +219,23 @@ case_ prog_load:task "$OUT/prog_load" "$DATA/progs/task.bpf.o" "$VMLINUX" task_i
 case_ prog_load:calls "$OUT/prog_load" "$DATA/progs/calls.bpf.o" "$VMLINUX" \
     calls_parent calls_both calls_loop
 
+# --- memory: the client's allocator (static link, fixed arena) and budgets ------------------
+
+# -p: the library's peak is at most twice the kernel BTF's size.
+arena_target=$VMLINUX arena_opts=(-p)
+if [[ ! -e $arena_target ]]; then
+    echo "SKIP arena:vmlinux on $VMLINUX (missing): running it on the example kernel BTF instead"
+    arena_target=$DATA/targets/btf__example_kernel.btf arena_opts=()
+fi
+case_ arena:vmlinux same arena "$OUT/arena" "${arena_opts[@]}" -- -- "$arena_target" \
+    "$DATA/progs/task.bpf.o"
+case_ arena:fixture same arena-fixture "$OUT/arena" -- -- "$DATA/targets/btf__fields.btf" \
+    "$DATA/progs/fields.bpf.o"
+case_ budget:vmlinux same budget-vmlinux "$OUT/budget" -- -- "$VMLINUX" \
+    "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
+case_ budget:fixture same budget-fixture "$OUT/budget" -- -- "$DATA/targets/btf__fields.btf" \
+    "$DATA/progs/fields.bpf.o"
+
 # --- everything again under valgrind ----------------------------------------------------------
 
 if command -v valgrind >/dev/null; then
@@ -245,6 +262,8 @@ if command -v valgrind >/dev/null; then
     case_ valgrind:header-cxx vg "$OUT/header-cxx"
     case_ valgrind:coexist:load vg "$OUT/coexist" --load "$LIB/libbtfgen.so.1" "$VMLINUX" \
         "$DATA/progs/task.bpf.o" "$TMP/vg-coexist.btf"
+    case_ valgrind:budget:fixture same vg-budget "$OUT/budget" -n 10 -- -- \
+        "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o"
     unset VALGRIND
 else
     case_ valgrind skip "valgrind not installed"
@@ -263,6 +282,10 @@ case_ asan:legacy:vmlinux same asan-legacy "$OUT/legacy-asan" -- -- "$VMLINUX" \
 case_ asan:badinput badinput "$OUT/badinput-asan"
 case_ asan:coexist:load "$OUT/coexist-asan" --load "$LIB/libbtfgen.so.1" "$VMLINUX" \
     "$DATA/progs/task.bpf.o" "$TMP/asan-coexist.btf"
+case_ asan:budget:vmlinux same asan-budget "$OUT/budget-asan" -n 20 -- -- "$VMLINUX" \
+    "$DATA/progs/task.bpf.o"
+case_ asan:budget:fixture same asan-budget-fixture "$OUT/budget-asan" -- -- \
+    "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o"
 
 echo
 if ((failed)); then
