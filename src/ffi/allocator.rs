@@ -91,10 +91,11 @@ mod global {
         }
     }
 
-    // SAFETY: without hooks every call goes to `System`, which upholds the contract. With hooks,
-    // blocks come from the client's `malloc`/`realloc`, which by `btfgen_allocator`'s contract
-    // return NULL or `size` usable bytes aligned to `HOOK_ALIGN`; layouts needing more alignment get
-    // null. Hooks, once decided, never change, so each block is freed by the allocator that made it.
+    // SAFETY: without hooks every call goes to `System`, which upholds the contract. With
+    // hooks, blocks come from the client's `malloc`/`realloc`, which by `btfgen_allocator`'s
+    // contract return NULL or `size` usable bytes aligned to `HOOK_ALIGN`; layouts needing
+    // more alignment get null. Hooks, once decided, never change, so each block is freed by
+    // the allocator that made it.
     unsafe impl GlobalAlloc for HookAlloc {
         unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
             match Self::hooks() {

@@ -51,10 +51,10 @@ impl<T> Anchor<T> {
     /// anchor, declared *before* the anchor's field (fields drop in declaration order), and never
     /// drop or replace the anchor while those fields hold it.
     pub(super) unsafe fn get_unbounded<'x>(&self) -> &'x T {
-        // SAFETY: `ptr` was allocated and written in `new`, so it is non-null, aligned and points to an
-        // initialized `T`; it is freed only in `drop`, and nothing ever creates a `&mut T` to
-        // it, so shared references are valid until then. The caller promises not to use the
-        // reference after the anchor is dropped.
+        // SAFETY: `ptr` was allocated and written in `new`, so it is non-null, aligned and
+        // points to an initialized `T`; it is freed only in `drop`, and nothing ever creates a
+        // `&mut T` to it, so shared references are valid until then. The caller promises not to
+        // use the reference after the anchor is dropped.
         unsafe { &*self.ptr }
     }
 }
