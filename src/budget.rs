@@ -176,7 +176,13 @@ impl Budget {
     /// budget until they return. Only effective when the global allocator is a
     /// [`BudgetAlloc`] ([`installed`] tells).
     pub fn run<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _scope = Scope::enter(self.state.as_ptr(), true);
+        // The current slot gets a reference of its own (this handle's `clone`, never dropped
+        // as a handle).
+        let slot_ref = core::mem::ManuallyDrop::new(self.clone());
+        let _scope = Scope::enter(Current {
+            state: slot_ref.state.as_ptr(),
+            enforce: true,
+        });
         f()
     }
 }
@@ -185,7 +191,11 @@ impl Budget {
 /// for the few that cannot fail (`Box::new`, `Arc::new`, the path buffer of a long file name in
 /// `std`), which would abort the process instead.
 pub fn count_only<R>(f: impl FnOnce() -> R) -> R {
-    let _scope = Scope::enter(current::get().state, false);
+    let Current { state, .. } = current::acquire();
+    let _scope = Scope::enter(Current {
+        state,
+        enforce: false,
+    });
     f()
 }
 
@@ -214,75 +224,143 @@ impl core::fmt::Debug for Budget {
 }
 
 /// The budget allocations are charged to now, and whether its limit is enforced.
+///
+/// Every non-null `state` held in the current slot or by a [`Scope`] (the one it restores)
+/// owns one reference to it, so no interleaving of scopes, threads and drops can leave one
+/// pointing to a freed state.
 #[derive(Clone, Copy)]
 struct Current {
     state: *const BudgetState,
     enforce: bool,
 }
 
+const NO_BUDGET: Current = Current {
+    state: ptr::null(),
+    enforce: false,
+};
+
+/// Give up the reference `current` owns, if any.
+fn release_current(current: Current) {
+    if let Some(state) = NonNull::new(current.state.cast_mut()) {
+        // SAFETY: a non-null `Current` owns a reference to its state (see `Current`).
+        unsafe { release(state) }
+    }
+}
+
+/// The current slot: one per thread.
 #[cfg(feature = "std")]
 mod current {
-    use super::Current;
+    use super::{Current, NO_BUDGET};
     use core::cell::Cell;
-
-    const NO_BUDGET: Current = Current {
-        state: core::ptr::null(),
-        enforce: false,
-    };
+    use core::sync::atomic::Ordering;
 
     std::thread_local! {
-        // `const`-initialized and without a destructor: reading it never allocates, which the
+        // `const`-initialized and without a destructor: using it never allocates, which the
         // allocator that reads it relies on.
         static CURRENT: Cell<Current> = const { Cell::new(NO_BUDGET) };
     }
 
-    pub(super) fn get() -> Current {
-        CURRENT.with(Cell::get)
+    /// Put `new` (with the reference it owns) in the slot; the previous one is returned with
+    /// its reference.
+    pub(super) fn replace(new: Current) -> Current {
+        CURRENT.with(|c| c.replace(new))
     }
 
-    pub(super) fn set(current: Current) {
-        CURRENT.with(|c| c.set(current));
+    /// The current budget with a new reference for the caller.
+    pub(super) fn acquire() -> Current {
+        let current = CURRENT.with(Cell::get);
+        // SAFETY: the slot owns a reference, so the state is allocated; only this thread
+        // can change the slot.
+        if let Some(state) = unsafe { current.state.as_ref() } {
+            state.refs.fetch_add(1, Ordering::Relaxed);
+        }
+        current
+    }
+
+    /// Whether the current budget's limit is enforced.
+    pub(super) fn enforcing() -> bool {
+        CURRENT.with(Cell::get).enforce
     }
 }
 
+/// The current slot without `std`: one for the whole program (no thread locals; see the module
+/// docs), behind a spin lock so that reading it and taking a reference are one step.
 #[cfg(not(feature = "std"))]
 mod current {
-    use super::{BudgetState, Current};
-    use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+    use super::{Current, NO_BUDGET};
+    use core::cell::UnsafeCell;
+    use core::sync::atomic::{AtomicBool, Ordering};
 
-    // One slot for the whole program (no thread locals without `std`; see the module docs).
-    static STATE: AtomicPtr<BudgetState> = AtomicPtr::new(core::ptr::null_mut());
-    static ENFORCE: AtomicBool = AtomicBool::new(false);
-
-    pub(super) fn get() -> Current {
-        Current {
-            state: STATE.load(Ordering::Relaxed),
-            enforce: ENFORCE.load(Ordering::Relaxed),
-        }
+    struct Slot {
+        locked: AtomicBool,
+        current: UnsafeCell<Current>,
     }
 
-    pub(super) fn set(current: Current) {
-        STATE.store(current.state.cast_mut(), Ordering::Relaxed);
-        ENFORCE.store(current.enforce, Ordering::Relaxed);
+    // SAFETY: `current` is only reached by `with`, under `locked`.
+    unsafe impl Sync for Slot {}
+
+    static SLOT: Slot = Slot {
+        locked: AtomicBool::new(false),
+        current: UnsafeCell::new(NO_BUDGET),
+    };
+
+    /// Run `f` on the slot under the lock. `f` must not allocate (the allocator takes the lock).
+    fn with<R>(f: impl FnOnce(&mut Current) -> R) -> R {
+        while SLOT
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            core::hint::spin_loop();
+        }
+        // SAFETY: the lock is held: no other reference to the slot exists until it is released.
+        let result = f(unsafe { &mut *SLOT.current.get() });
+        SLOT.locked.store(false, Ordering::Release);
+        result
+    }
+
+    /// Put `new` (with the reference it owns) in the slot; the previous one is returned with
+    /// its reference.
+    pub(super) fn replace(new: Current) -> Current {
+        with(|c| core::mem::replace(c, new))
+    }
+
+    /// The current budget with a new reference for the caller.
+    pub(super) fn acquire() -> Current {
+        with(|c| {
+            // SAFETY: the slot owns a reference, so the state is allocated, and it cannot be
+            // given up while the lock is held.
+            if let Some(state) = unsafe { c.state.as_ref() } {
+                state.refs.fetch_add(1, Ordering::Relaxed);
+            }
+            *c
+        })
+    }
+
+    /// Whether the current budget's limit is enforced.
+    pub(super) fn enforcing() -> bool {
+        with(|c| c.enforce)
     }
 }
 
 /// Makes a budget current until dropped (also when unwinding), then restores the previous one.
 struct Scope {
+    /// The budget to restore, with its reference.
     previous: Current,
 }
 
 impl Scope {
-    fn enter(state: *const BudgetState, enforce: bool) -> Scope {
-        let previous = current::get();
-        current::set(Current { state, enforce });
-        Scope { previous }
+    /// Make `current` (which owns a reference) current.
+    fn enter(current: Current) -> Scope {
+        Scope {
+            previous: current::replace(current),
+        }
     }
 }
 
 impl Drop for Scope {
     fn drop(&mut self) {
-        current::set(self.previous);
+        release_current(current::replace(self.previous));
     }
 }
 
@@ -346,25 +424,21 @@ impl<A: GlobalAlloc> BudgetAlloc<A> {
         let Some(outer) = inner_layout(layout, layout.size()) else {
             return ptr::null_mut();
         };
-        let current = current::get();
-        // SAFETY: a current state is kept allocated by the `Budget` whose `run` made it current,
-        // which lives at least as long as the scope.
+        // With a reference of our own: the block keeps it, or it is given up on failure.
+        let current = current::acquire();
+        // SAFETY: `current` owns a reference, so its state is allocated.
         let state = unsafe { current.state.as_ref() };
-        if let Some(state) = state {
-            if !state.charge(outer.size(), current.enforce) {
-                return ptr::null_mut();
-            }
+        if state.is_some_and(|state| !state.charge(outer.size(), current.enforce)) {
+            release_current(current);
+            return ptr::null_mut();
         }
         let base = get(outer);
         if base.is_null() {
             if let Some(state) = state {
                 state.credit(outer.size());
             }
+            release_current(current);
             return ptr::null_mut();
-        }
-        if let Some(state) = state {
-            // The block's own reference, given up when it is freed.
-            state.refs.fetch_add(1, Ordering::Relaxed);
         }
         let offset = header_offset(layout);
         // SAFETY: the block is `offset + size` bytes, so `base + offset` is inside it (or its
@@ -436,7 +510,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for BudgetAlloc<A> {
         let (header, base) = unsafe { Self::header(ptr, layout) };
         // SAFETY: the header of a live block; it holds a reference to its state, if any.
         let (state, charged) = unsafe { ((*header).state.as_ref(), (*header).charged) };
-        let enforce = current::get().enforce;
+        let enforce = current::enforcing();
         let growth = new.size().saturating_sub(old.size());
         if let Some(state) = state {
             if !state.charge(growth, enforce) {
@@ -507,6 +581,19 @@ mod tests {
         assert_eq!(other.used(), 0);
         assert!(other.peak() > 4096);
         assert!(installed());
+    }
+
+    #[test]
+    fn blocks_freed_on_another_thread_credit_their_budget() {
+        let budget = Budget::new(1 << 20).unwrap();
+        let mut block: Vec<u8> = Vec::new();
+        budget.run(|| block.try_reserve_exact(100)).unwrap();
+        let watcher = budget.clone();
+        drop(budget);
+        std::thread::spawn(move || drop(block)).join().unwrap();
+        assert_eq!(watcher.used(), 0);
+        // The other thread's own allocations were never charged to it.
+        assert!(watcher.peak() < 200);
     }
 
     #[test]
