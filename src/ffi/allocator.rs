@@ -317,3 +317,45 @@ pub unsafe extern "C" fn bpf_reloc_info__mem_peak(info: *const btf_reloc_info) -
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::errno::errno;
+    use core::ptr;
+
+    fn fields_target() -> alloc::ffi::CString {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/targets/btf__fields.btf"
+        );
+        alloc::ffi::CString::new(path).unwrap()
+    }
+
+    // This test build's global allocator is not the library's (`ffi-global-alloc` is off):
+    // hooks and limits are refused, the options are validated all the same.
+    #[cfg(not(feature = "ffi-global-alloc"))]
+    #[test]
+    fn without_the_library_allocator_hooks_and_limits_are_refused() {
+        let target = fields_target();
+        let mut opts = bpf_reloc_info_opts {
+            sz: size_of::<bpf_reloc_info_opts>(),
+            mem_limit: 1 << 20,
+        };
+        // SAFETY: every pointer is NULL, a NUL-terminated string or a live struct/handle.
+        unsafe {
+            assert_eq!(btfgen_set_allocator(ptr::null()), -libc::EOPNOTSUPP);
+            assert!(bpf_reloc_info__new_opts(target.as_ptr(), &opts).is_null());
+            assert_eq!(errno(), libc::EOPNOTSUPP);
+            opts.mem_limit = 0;
+            let info = bpf_reloc_info__new_opts(target.as_ptr(), &opts);
+            assert!(!info.is_null());
+            super::super::bpf_reloc_info__free(info);
+            opts.sz = 4;
+            assert!(bpf_reloc_info__new_opts(target.as_ptr(), &opts).is_null());
+            assert_eq!(errno(), libc::EINVAL);
+            assert_eq!(bpf_reloc_info__mem_peak(ptr::null()), 0);
+            assert_eq!(errno(), libc::EINVAL);
+        }
+    }
+}
