@@ -36,13 +36,16 @@
 //! it was charged to, so freeing it credits that budget whenever and on whatever thread it is
 //! freed, even after the work, the [`Budget`] handle or the scope that made it are gone: a
 //! budget's counters live until its last block is freed. Growing a block (`realloc`) charges the
-//! growth to the block's own budget. Blocks allocated outside any [`Budget::run`] are charged to
-//! none. The counters include the headers: they are the bytes asked of the wrapped allocator.
+//! growth to the block's own budget (refused past its limit inside a [`Budget::run`]). Blocks
+//! allocated outside any run are charged to none, even when they grow inside one. The counters
+//! include the headers: they are the bytes asked of the wrapped allocator.
 //!
 //! The current budget is per thread under the `std` feature. Without `std` there are no thread
-//! locals: the current budget is one global slot, so only one thread at a time may run budgeted
-//! work (others' allocations would be charged to it meanwhile; the counters stay consistent,
-//! they just include them). As everywhere in btfgen, one object is used by one thread at a time.
+//! locals: the current budget is one global slot (behind a spin lock), so budgeted work should
+//! run one thread at a time: other threads' allocations meanwhile are charged to it too. Either
+//! way it is sound: the slot and every scope hold a reference to the budget they name, so no
+//! interleaving leaves one dangling. As everywhere in btfgen, one object is used by one thread at
+//! a time.
 //!
 //! An allocation that cannot fail in Rust (`Box::new`, `Arc::new`) aborts the process when the
 //! allocator returns null; the core has none, and code that needs one inside a budget runs it
