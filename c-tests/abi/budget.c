@@ -11,7 +11,8 @@
  * The unlimited run's output is written to OUTPUT (run.sh compares it with
  * `btfgen min-core-btf`).
  *
- * usage: budget [-n STEPS] TARGET OUTPUT OBJECT...
+ * usage: budget [-n STEPS] [-M MODULE_BTF] TARGET OUTPUT OBJECT...
+ *   -M  add a kernel module BTF (bpf_reloc_info__add_module_btf), under the budget too
  */
 #define _POSIX_C_SOURCE 200809L
 #include "btfgen.h"
@@ -22,11 +23,12 @@
 #include <unistd.h>
 
 /* How far a run got: the call that failed with ENOMEM, or DONE. */
-enum stage { NEW, GEN, GET_BTF, DONE };
+enum stage { NEW, MODULE, GEN, GET_BTF, DONE };
 
-static const char *const stage_names[] = { "new_opts", "reloc_info_gen", "get_btf", "done" };
+static const char *const stage_names[] = { "new_opts", "add_module_btf", "reloc_info_gen",
+					   "get_btf", "done" };
 
-static const char *target;
+static const char *target, *module;
 static char **objects;
 static int n_objects;
 static unsigned char *reference;
@@ -50,6 +52,14 @@ static enum stage run(size_t limit, size_t *peak, unsigned char **out, uint32_t 
 	if (!info) {
 		CHECK(errno == ENOMEM, "limit %zu: new_opts: %s", limit, strerror(errno));
 		return NEW;
+	}
+	if (module) {
+		err = bpf_reloc_info__add_module_btf(info, module);
+		if (err) {
+			CHECK(err == -ENOMEM && errno == ENOMEM, "limit %zu: add_module_btf: %s",
+			      limit, strerror(-err));
+			stage = MODULE;
+		}
 	}
 	for (i = 0; i < n_objects && stage == DONE; i++) {
 		struct bpf_object *obj = bpf_object__open_file(objects[i], NULL);
@@ -191,16 +201,18 @@ int main(int argc, char **argv)
 	enum stage stage, prev_stage = NEW;
 	int opt, transitions = 0;
 
-	while ((opt = getopt(argc, argv, "n:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:M:")) != -1) {
 		if (opt == 'n') {
 			steps = strtol(optarg, NULL, 10);
+		} else if (opt == 'M') {
+			module = optarg;
 		} else {
-			fprintf(stderr, "usage: budget [-n STEPS] TARGET OUTPUT OBJECT...\n");
-			return 2;
+			argc = 0; /* usage */
+			break;
 		}
 	}
 	if (argc - optind < 3 || steps < 1) {
-		fprintf(stderr, "usage: budget [-n STEPS] TARGET OUTPUT OBJECT...\n");
+		fprintf(stderr, "usage: budget [-n STEPS] [-M MODULE_BTF] TARGET OUTPUT OBJECT...\n");
 		return 2;
 	}
 	target = argv[optind];

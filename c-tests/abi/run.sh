@@ -235,6 +235,8 @@ case_ budget:vmlinux same budget-vmlinux "$OUT/budget" -- -- "$VMLINUX" \
     "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
 case_ budget:fixture same budget-fixture "$OUT/budget" -- -- "$DATA/targets/btf__fields.btf" \
     "$DATA/progs/fields.bpf.o"
+case_ budget:module same budget-module "$OUT/budget" -M "$DATA/targets/module.btf" -- \
+    --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
 
 # --- everything again under valgrind ----------------------------------------------------------
 
@@ -264,6 +266,9 @@ if command -v valgrind >/dev/null; then
         "$DATA/progs/task.bpf.o" "$TMP/vg-coexist.btf"
     case_ valgrind:budget:fixture same vg-budget "$OUT/budget" -n 10 -- -- \
         "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o"
+    case_ valgrind:budget:module same vg-budget-module "$OUT/budget" -n 10 \
+        -M "$DATA/targets/module.btf" -- --module-btf "$DATA/targets/module.btf" -- \
+        "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
     unset VALGRIND
 else
     case_ valgrind skip "valgrind not installed"
@@ -286,6 +291,8 @@ case_ asan:budget:vmlinux same asan-budget "$OUT/budget-asan" -n 20 -- -- "$VMLI
     "$DATA/progs/task.bpf.o"
 case_ asan:budget:fixture same asan-budget-fixture "$OUT/budget-asan" -- -- \
     "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o"
+case_ asan:budget:module same asan-budget-module "$OUT/budget-asan" -M "$DATA/targets/module.btf" \
+    -- --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
 
 echo
 if ((failed)); then
