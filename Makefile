@@ -6,7 +6,7 @@
 #                       (glibc included), which starts ~0.5 ms faster than the dynamically
 #                       linked one `cargo build` makes (benches/README.md)
 #   make lib            target/release/libbtfgen.so.1 (SONAME libbtfgen.so.1, every symbol
-#                       versioned by capi.map), the libbtfgen.so symlink, and
+#                       versioned BTFGEN_0.x by capi.map), the libbtfgen.so symlink, and
 #                       target/release/libbtfgen.a
 #   make header         regenerate include/btfgen.h with cbindgen $(CBINDGEN_VERSION)
 #                       (cargo install cbindgen --locked --version $(CBINDGEN_VERSION))
@@ -46,7 +46,7 @@ cli:
 	$(CARGO) rustc --release --bin btfgen --target-dir target/static -- -C target-feature=+crt-static
 
 lib:
-	$(CARGO) rustc --release --lib --no-default-features --features ffi --crate-type staticlib
+	$(CARGO) rustc --release --lib --no-default-features --features ffi-global-alloc --crate-type staticlib
 	$(CC) -shared -o $(OUT)/$(SONAME).tmp -Wl,-soname,$(SONAME) \
 		-Wl,--version-script=capi.map -Wl,--gc-sections -Wl,-Bsymbolic-functions \
 		-Wl,-z,relro,-z,now -Wl,--as-needed \

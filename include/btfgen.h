@@ -154,6 +154,62 @@ struct bpf_object_open_opts {
 };
 
 /**
+ * `malloc`-style allocator hooks for `btfgen_set_allocator()`.
+ *
+ * Zero it, set `sz` to `sizeof(struct btfgen_allocator)` (as libbpf's opts: bytes past the
+ * fields this library knows must be zero), `malloc` and `free`; `realloc` is optional. Every
+ * callback gets `ctx` first. Blocks must be aligned for any C type (as `malloc`'s: 16 bytes on
+ * 64-bit Linux); the library asks for nothing more aligned. The hooks may be called from any
+ * thread that calls into the library, and must not call into the library themselves.
+ */
+struct btfgen_allocator {
+    /**
+     * Size of this struct, for forward/backward compatibility.
+     */
+    size_t sz;
+    /**
+     * Allocate `size` (> 0) bytes; NULL when out of memory (the library call then fails with
+     * `ENOMEM`).
+     */
+    void *(*malloc)(void *ctx, size_t size);
+    /**
+     * Resize the block `ptr` of `old_size` bytes to `new_size` (> 0) bytes, keeping its first
+     * bytes; NULL (the block left as it was) when out of memory. NULL: the library uses
+     * `malloc`, copy, `free`.
+     */
+    void *(*realloc)(void *ctx, void *ptr, size_t old_size, size_t new_size);
+    /**
+     * Free the block `ptr` of `size` bytes (never NULL).
+     */
+    void (*free)(void *ctx, void *ptr, size_t size);
+    /**
+     * Passed to every callback.
+     */
+    void *ctx;
+};
+
+/**
+ * Options of `bpf_reloc_info__new_opts()` (libbpf's opts convention).
+ *
+ * Zero it (as `LIBBPF_OPTS()` does) and set `sz` to `sizeof(struct bpf_reloc_info_opts)`: a
+ * `sz` below `sizeof(size_t)` or non-zero bytes past the fields this library knows are
+ * `EINVAL`.
+ */
+struct bpf_reloc_info_opts {
+    /**
+     * Size of this struct, for forward/backward compatibility.
+     */
+    size_t sz;
+    /**
+     * Most bytes the `bpf_reloc_info` may have allocated at once, over every call on it (the
+     * target BTF read into memory included); 0: no limit. A call that would exceed it fails
+     * with `ENOMEM` and changes nothing. Needs the library's own allocator (`EOPNOTSUPP`
+     * otherwise: a Rust program using the C ABI without the `ffi-global-alloc` feature).
+     */
+    size_t mem_limit;
+};
+
+/**
  * The `BPF_PROG_LOAD` (and `BPF_BTF_LOAD`) inputs of one program, as filled in by
  * `bpf_object__prog_load_info()`. Every pointer points into the caller's buffer; arrays are
  * in the object's byte order and 8-byte aligned. A pointer is NULL when its count is 0.
@@ -436,6 +492,61 @@ void btf__free(struct btf *btf);
  * returned here, provided nothing changed `errno` in between.
  */
 long libbpf_get_error(const void *ptr);
+
+/**
+ * Makes the hooks in `a` the allocator of everything this library allocates from then on.
+ *
+ * Must be called before any other function of this library (once it has allocated, its
+ * blocks belong to the C library's `malloc` for good), and only once: both give `-EBUSY`. The
+ * struct is copied; `ctx` must stay valid as long as the library is used.
+ *
+ * Returns 0, or a negative errno: `-EINVAL` (NULL `a`, invalid `sz`, NULL `malloc` or `free`),
+ * `-EBUSY`, `-EOPNOTSUPP` (the library was built without its own allocator: a Rust program
+ * using the C ABI without the `ffi-global-alloc` feature).
+ *
+ * # Safety
+ *
+ * `a` must be NULL or valid for reading `a->sz` bytes; its callbacks must behave as
+ * `struct btfgen_allocator` describes.
+ */
+int btfgen_set_allocator(const struct btfgen_allocator *a);
+
+/**
+ * Creates a `btf_reloc_info` as `bpf_reloc_info__new()` does, with options: `opts` may be
+ * NULL (no options); see `struct bpf_reloc_info_opts`.
+ *
+ * With a `mem_limit`, every later call on the info (`bpf_reloc_info__add_module_btf`,
+ * `bpf_object__reloc_info_gen`, `bpf_reloc_info__get_btf`) that would take the info's memory
+ * past it fails with `-ENOMEM` (NULL and `errno` = `ENOMEM` for `get_btf`), records nothing
+ * and frees what it allocated: the info stays usable (a call that needs less can still
+ * succeed) and freeable. So does this call: NULL with `errno` = `ENOMEM` when the target BTF
+ * does not fit. The memory counted is everything the library allocates for the info: the
+ * target and module BTFs read into memory, their indexes, relocation records, and the bytes of
+ * BTFs `bpf_reloc_info__get_btf()` returns (until their `btf__free()`); not the info's own
+ * handle and those of returned BTFs (a few words each).
+ *
+ * Returns NULL on error with `errno` set: as `bpf_reloc_info__new()`, `EINVAL` for invalid
+ * `opts`, `EOPNOTSUPP` for a `mem_limit` without the library's own allocator.
+ *
+ * # Safety
+ *
+ * `targ_btf_path` must be NULL or a NUL-terminated string; `opts` NULL or valid for reading
+ * `opts->sz` bytes.
+ */
+struct btf_reloc_info *bpf_reloc_info__new_opts(const char *targ_btf_path,
+                                                const struct bpf_reloc_info_opts *opts);
+
+/**
+ * The most memory, in bytes, `info` had allocated at once so far (what
+ * `bpf_reloc_info_opts.mem_limit` is compared with): the size to give an info that must
+ * succeed on the same inputs. 0 for NULL (`errno` = `EINVAL`), and when the library was built
+ * without its own allocator (nothing is counted).
+ *
+ * # Safety
+ *
+ * `info` must be NULL or a live `btf_reloc_info`.
+ */
+size_t bpf_reloc_info__mem_peak(const struct btf_reloc_info *info);
 
 /**
  * Fills `info` with what `BPF_PROG_LOAD` needs for the entry-point program `prog_name` of

@@ -45,11 +45,11 @@ skip() {
 
 # --- the library itself -------------------------------------------------------------------
 
-# Exactly the API, each symbol under its version node of capi.map, plus the nodes themselves.
+# Exactly the API, each symbol under its capi.map version node, plus the nodes themselves.
 symbols() {
     local want got
     want=$(awk '/^BTFGEN_[0-9.]+ \{/ { node = $1; print node }
-        /^[[:space:]]*[a-z_][a-z0-9_]*;$/ { sub(/;/, ""); print $1 "@@" node }' \
+        /^[[:space:]]*[a-z_][a-z0-9_]*;$/ { sub(/;$/, "", $1); print $1 "@@" node }' \
         "$ROOT/capi.map" | sort)
     got=$(nm -D --defined-only --with-symbol-versions "$LIB/libbtfgen.so.1" | awk '{print $3}' | sort)
     echo "exported:"
@@ -59,7 +59,7 @@ symbols() {
     local declared
     declared=$(grep -oE '^[a-z].*[ *]([a-z_0-9]+)\(' "$ROOT/include/btfgen.h" \
         | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | sort)
-    diff <(echo "$want" | grep -v '^BTFGEN_' | sed 's/@@.*//' | sort) <(echo "$declared")
+    diff <(echo "$want" | grep -v '^BTFGEN_[0-9.]*$' | sed 's/@@.*//' | sort) <(echo "$declared")
 }
 
 soname() {
@@ -379,6 +379,25 @@ case_ prog_load:task "$OUT/prog_load" "$DATA/progs/task.bpf.o" "$VMLINUX" task_i
 case_ prog_load:calls "$OUT/prog_load" "$DATA/progs/calls.bpf.o" "$VMLINUX" \
     calls_parent calls_both calls_loop
 
+# --- memory: the client's allocator (static link, fixed arena) and budgets ------------------
+
+# -p: the library's peak is at most twice the kernel BTF's size.
+arena_target=$VMLINUX arena_opts=(-p)
+if [[ ! -e $arena_target ]]; then
+    echo "SKIP arena:vmlinux on $VMLINUX (missing): running it on the example kernel BTF instead"
+    arena_target=$DATA/targets/btf__example_kernel.btf arena_opts=()
+fi
+case_ arena:vmlinux same arena "$OUT/arena" "${arena_opts[@]}" -- -- "$arena_target" \
+    "$DATA/progs/task.bpf.o"
+case_ arena:fixture same arena-fixture "$OUT/arena" -- -- "$DATA/targets/btf__fields.btf" \
+    "$DATA/progs/fields.bpf.o"
+case_ budget:vmlinux same budget-vmlinux "$OUT/budget" -- -- "$VMLINUX" \
+    "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
+case_ budget:fixture same budget-fixture "$OUT/budget" -- -- "$DATA/targets/btf__fields.btf" \
+    "$DATA/progs/fields.bpf.o"
+case_ budget:module same budget-module "$OUT/budget" -M "$DATA/targets/module.btf" -- \
+    --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
+
 # --- everything again under valgrind ----------------------------------------------------------
 
 if command -v valgrind >/dev/null; then
@@ -408,6 +427,11 @@ if command -v valgrind >/dev/null; then
     case_ valgrind:header-cxx vg "$OUT/header-cxx"
     case_ valgrind:coexist:load vg "$OUT/coexist" --load "$LIB/libbtfgen.so.1" "$VMLINUX" \
         "$DATA/progs/task.bpf.o" "$TMP/vg-coexist.btf"
+    case_ valgrind:budget:fixture same vg-budget "$OUT/budget" -n 10 -- -- \
+        "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o"
+    case_ valgrind:budget:module same vg-budget-module "$OUT/budget" -n 10 \
+        -M "$DATA/targets/module.btf" -- --module-btf "$DATA/targets/module.btf" -- \
+        "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
     unset VALGRIND
 else
     case_ valgrind skip "valgrind not installed"
@@ -427,6 +451,12 @@ case_ asan:badinput badinput "$OUT/badinput-asan"
 case_ asan:foreign foreign "$OUT/foreign-asan"
 case_ asan:coexist:load "$OUT/coexist-asan" --load "$LIB/libbtfgen.so.1" "$VMLINUX" \
     "$DATA/progs/task.bpf.o" "$TMP/asan-coexist.btf"
+case_ asan:budget:vmlinux same asan-budget "$OUT/budget-asan" -n 20 -- -- "$VMLINUX" \
+    "$DATA/progs/task.bpf.o"
+case_ asan:budget:fixture same asan-budget-fixture "$OUT/budget-asan" -- -- \
+    "$DATA/targets/btf__fields.btf" "$DATA/progs/fields.bpf.o"
+case_ asan:budget:module same asan-budget-module "$OUT/budget-asan" -M "$DATA/targets/module.btf" \
+    -- --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
 
 echo
 if ((failed)); then

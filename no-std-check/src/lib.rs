@@ -1,67 +1,36 @@
-//! No-std build check for btfgen: a `#![no_std]` static library with its own panic handler and
-//! a bump allocator over a static array. It parses a tiny hand-written BTF blob, copies every
-//! type through `BtfWriter` and parses the result again, so the core's parse, validate and
-//! write paths are compiled (and, via `main.c`, run) without `std`.
+//! No-std check for btfgen: a `#![no_std]` static library with its own panic handler and a
+//! bounded global allocator, talc over a static arena behind btfgen's budget layer
+//! ([`BudgetAlloc`]). Through it (and `main.c`), the core runs without `std`: it parses a tiny
+//! hand-written BTF blob, copies it through `BtfWriter` and parses the result again; it
+//! minimizes a CO-RE object against a kernel BTF (the whole pipeline: parse, relocate, emit)
+//! for `main.c` to compare with `btfgen min-core-btf`'s output; and it reports running out of
+//! memory, under a budget, as `Error::OutOfMemory`.
 #![no_std]
 
 extern crate alloc;
 
 use btfgen::btf::Btf;
 use btfgen::btf::write::BtfWriter;
-use core::alloc::{GlobalAlloc, Layout};
-use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use btfgen::budget::{Budget, BudgetAlloc};
+use btfgen::core::Targets;
+use btfgen::minimize::RelocInfo;
+use btfgen::object::BpfObject;
+use spinning_top::RawSpinlock;
+use talc::TalcLock;
+use talc::source::Claim;
 
-/// Bytes available to the allocator.
-const HEAP_SIZE: usize = 1 << 20;
-
-/// A bump allocator: hands out increasing, never-reused ranges of a static array and returns
-/// null when it is exhausted (which btfgen must turn into `Error::OutOfMemory`).
-struct Bump {
-    heap: UnsafeCell<[u8; HEAP_SIZE]>,
-    /// Offset of the first free byte.
-    next: AtomicUsize,
-}
-
-// SAFETY: the heap is only reached through `alloc`, which reserves disjoint ranges with an
-// atomic compare-exchange, so concurrent callers never receive overlapping memory.
-unsafe impl Sync for Bump {}
-
-// SAFETY: `alloc` returns either null or a pointer to `layout.size()` bytes inside `heap`,
-// aligned to `layout.align()`, that no other allocation overlaps; `dealloc` never frees.
-unsafe impl GlobalAlloc for Bump {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let base = self.heap.get().cast::<u8>();
-        let mut used = self.next.load(Ordering::Relaxed);
-        loop {
-            // Padding that aligns `base + used` to `layout.align()` (a power of two).
-            let pad = (base as usize).wrapping_add(used).wrapping_neg() & (layout.align() - 1);
-            let Some(end) = used
-                .checked_add(pad)
-                .and_then(|start| start.checked_add(layout.size()))
-                .filter(|&end| end <= HEAP_SIZE)
-            else {
-                return core::ptr::null_mut();
-            };
-            match self
-                .next
-                .compare_exchange_weak(used, end, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                // SAFETY: `used + pad <= end <= HEAP_SIZE`, so the offset stays inside `heap`.
-                Ok(_) => return unsafe { base.add(used + pad) },
-                Err(now) => used = now,
-            }
-        }
-    }
-
-    unsafe fn dealloc(&self, _ptr: *mut u8, _layout: Layout) {}
-}
+/// Bytes of the arena: all the memory btfgen gets.
+const ARENA_SIZE: usize = 4 << 20;
 
 #[global_allocator]
-static ALLOCATOR: Bump = Bump {
-    heap: UnsafeCell::new([0; HEAP_SIZE]),
-    next: AtomicUsize::new(0),
-};
+static ALLOCATOR: BudgetAlloc<TalcLock<RawSpinlock, Claim>> = BudgetAlloc::new(TalcLock::new(
+    // SAFETY: the arena is used by this allocator only (nothing else names it), for the whole
+    // program.
+    unsafe {
+        static mut ARENA: [u8; ARENA_SIZE] = [0; ARENA_SIZE];
+        Claim::array(&raw mut ARENA)
+    },
+));
 
 unsafe extern "C" {
     /// libc's `abort`, resolved when the library is linked into a C program.
@@ -115,17 +84,68 @@ pub extern "C" fn btfgen_no_std_check() -> i32 {
     }
 }
 
-/// Ask btfgen to parse the tiny BTF with the heap already exhausted; returns 1 when it reports
-/// `Error::OutOfMemory` instead of aborting. Call it last: it uses up the heap.
+/// Minimize the object in `obj` against the kernel BTF in `target` into `out`.
+fn minimize(target: &[u8], obj: &[u8], out: &mut [u8]) -> btfgen::Result<usize> {
+    let target = Btf::parse_raw_or_elf(target, None)?;
+    let mut info = RelocInfo::new(Targets::new(&target));
+    let object = BpfObject::parse(obj)?;
+    let local = Btf::parse(
+        object
+            .btf_bytes()
+            .ok_or(btfgen::Error::MissingSection(".BTF"))?,
+    )?;
+    info.add_object("object", &object, &local)?;
+    let bytes = info.to_btf()?.bytes;
+    out.get_mut(..bytes.len())
+        .ok_or(btfgen::Error::InvalidArgument("output buffer too small"))?
+        .copy_from_slice(&bytes);
+    Ok(bytes.len())
+}
+
+/// Minimize the object (`obj`, `obj_len` bytes) against the kernel BTF (`target`,
+/// `target_len` bytes) into `out` (`out_cap` bytes) under a budget of `limit` bytes; returns
+/// the output's length, -1 on an error other than out-of-memory, -2 on out-of-memory. The
+/// budget's peak is stored in `*peak`.
+///
+/// # Safety
+///
+/// Each pointer must be valid for its length (`out` for writing), and `peak` for a write.
 #[unsafe(no_mangle)]
-pub extern "C" fn btfgen_no_std_check_oom() -> i32 {
-    // Take every remaining byte in one allocation, so every later allocation fails.
-    let rest = HEAP_SIZE - ALLOCATOR.next.load(Ordering::Relaxed);
-    let mut hog: alloc::vec::Vec<u8> = alloc::vec::Vec::new();
-    if hog.try_reserve_exact(rest).is_err() {
-        return -1;
+pub unsafe extern "C" fn btfgen_no_std_minimize(
+    target: *const u8,
+    target_len: usize,
+    obj: *const u8,
+    obj_len: usize,
+    out: *mut u8,
+    out_cap: usize,
+    limit: usize,
+    peak: *mut usize,
+) -> isize {
+    // SAFETY: the caller's contract.
+    let (target, obj, out) = unsafe {
+        (
+            core::slice::from_raw_parts(target, target_len),
+            core::slice::from_raw_parts(obj, obj_len),
+            core::slice::from_raw_parts_mut(out, out_cap),
+        )
+    };
+    let Ok(budget) = Budget::new(limit) else {
+        return -2;
+    };
+    let result = budget.run(|| minimize(target, obj, out));
+    // SAFETY: the caller's contract.
+    unsafe { peak.write(budget.peak()) };
+    match result {
+        Ok(len) => len as isize,
+        Err(btfgen::Error::OutOfMemory) => -2,
+        Err(_) => -1,
     }
-    let result = Btf::parse(&TINY_BTF).map(|btf| btf.type_cnt());
-    drop(hog);
-    i32::from(matches!(result, Err(btfgen::Error::OutOfMemory)))
+}
+
+/// 1 when asking for the whole arena fails as out-of-memory (the arena is the bound: there is
+/// nothing behind it), 0 otherwise.
+#[unsafe(no_mangle)]
+pub extern "C" fn btfgen_no_std_arena_bounded() -> i32 {
+    let mut hog: alloc::vec::Vec<u8> = alloc::vec::Vec::new();
+    i32::from(hog.try_reserve_exact(ARENA_SIZE).is_err())
 }

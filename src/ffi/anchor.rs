@@ -6,7 +6,10 @@
 //! The rules that keep them sound are spelled out on [`Anchor::get_unbounded`] and followed by
 //! `Session`, the only user.
 
+use crate::error::Error;
 use alloc::boxed::Box;
+use core::alloc::Layout;
+use core::ptr::NonNull;
 
 /// Owns a `T` on the heap at an address that never changes until the anchor is dropped.
 ///
@@ -14,16 +17,29 @@ use alloc::boxed::Box;
 /// only through shared references, so references handed out by [`Anchor::get_unbounded`] stay
 /// valid until the anchor is dropped.
 pub(super) struct Anchor<T> {
-    /// From `Box::into_raw`; turned back into a `Box` exactly once, in `Drop`.
+    /// Allocated as a `Box<T>` is; turned into one exactly once, in `Drop`.
     ptr: *mut T,
 }
 
 impl<T> Anchor<T> {
-    /// Move `value` to the heap.
-    pub(super) fn new(value: T) -> Self {
-        Anchor {
-            ptr: Box::into_raw(Box::new(value)),
+    /// Move `value` to the heap; `OutOfMemory` (with `value` dropped) if that fails. Fallible,
+    /// unlike `Box::new`, so that a session under a memory budget stays within it.
+    pub(super) fn new(value: T) -> Result<Self, Error> {
+        let layout = Layout::new::<T>();
+        let ptr = if layout.size() == 0 {
+            NonNull::<T>::dangling().as_ptr()
+        } else {
+            // SAFETY: the layout has a non-zero size.
+            unsafe { alloc::alloc::alloc(layout) }.cast::<T>()
+        };
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory);
         }
+        // SAFETY: `ptr` is a fresh block (or, for a zero-sized `T`, a dangling aligned pointer)
+        // for one `T`, allocated by the global allocator with `T`'s layout: exactly what
+        // `Box::from_raw` in `Drop` expects.
+        unsafe { ptr.write(value) };
+        Ok(Anchor { ptr })
     }
 
     /// A shared reference to the value with a lifetime of the caller's choosing.
@@ -35,17 +51,17 @@ impl<T> Anchor<T> {
     /// anchor, declared *before* the anchor's field (fields drop in declaration order), and never
     /// drop or replace the anchor while those fields hold it.
     pub(super) unsafe fn get_unbounded<'x>(&self) -> &'x T {
-        // SAFETY: `ptr` comes from `Box::into_raw`, so it is non-null, aligned and points to an
-        // initialized `T`; it is freed only in `drop`, and nothing ever creates a `&mut T` to
-        // it, so shared references are valid until then. The caller promises not to use the
-        // reference after the anchor is dropped.
+        // SAFETY: `ptr` was allocated and written in `new`, so it is non-null, aligned and
+        // points to an initialized `T`; it is freed only in `drop`, and nothing ever creates a
+        // `&mut T` to it, so shared references are valid until then. The caller promises not to
+        // use the reference after the anchor is dropped.
         unsafe { &*self.ptr }
     }
 }
 
 impl<T> Drop for Anchor<T> {
     fn drop(&mut self) {
-        // SAFETY: `ptr` came from `Box::into_raw` in `new` and is converted back exactly once,
+        // SAFETY: `ptr` was allocated in `new` as a `Box<T>` is, and is converted exactly once,
         // here. By the contract of `get_unbounded`, no reference to the value is used after
         // this point.
         drop(unsafe { Box::from_raw(self.ptr) });
@@ -62,13 +78,13 @@ mod tests {
     /// reallocates), which is what `Session` relies on.
     #[test]
     fn value_does_not_move_with_the_anchor() {
-        let first = Anchor::new(vec![1u8, 2, 3]);
+        let first = Anchor::new(vec![1u8, 2, 3]).unwrap();
         // SAFETY: `view` is last used before `anchors` (which owns the anchor) is dropped.
         let view: &[u8] = unsafe { first.get_unbounded() };
         let mut anchors: Vec<Anchor<Vec<u8>>> = Vec::new();
         anchors.push(first);
         for i in 0..100u8 {
-            anchors.push(Anchor::new(vec![i; 16]));
+            anchors.push(Anchor::new(vec![i; 16]).unwrap());
         }
         assert_eq!(view, [1, 2, 3]);
         drop(anchors);

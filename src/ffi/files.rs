@@ -35,7 +35,9 @@ pub(super) fn read(path: &Path) -> Result<Vec<u8>, Errno> {
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, Errno> {
-    let mut file = File::open(path)?;
+    // A path too long for std's stack buffer is copied to the heap infallibly: counted against
+    // the current budget, never refused (which would abort).
+    let mut file = crate::budget::count_only(|| File::open(path))?;
     let meta = file.metadata()?;
     if meta.is_dir() {
         return Err(Errno(libc::EISDIR));

@@ -35,6 +35,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod allocator;
 mod anchor;
 pub mod core_relos;
 mod errno;
@@ -44,6 +45,7 @@ mod print;
 mod session;
 
 use crate::btf::Btf;
+use crate::budget::Budget;
 use crate::error::Error;
 use crate::fallible;
 use crate::object::BpfObject;
@@ -152,6 +154,8 @@ impl Tagged for bpf_object {
 #[allow(non_camel_case_types)]
 pub struct btf_reloc_info {
     session: Session,
+    /// What the session may allocate, and its peak (`bpf_reloc_info__new_opts`).
+    budget: Budget,
     /// Set while the session is being changed; still set afterwards only if a panic
     /// interrupted the change, and then every later call fails with `ENOTRECOVERABLE`.
     poisoned: bool,
@@ -171,7 +175,7 @@ impl btf_reloc_info {
             return Err(Errno(PANIC_ERRNO));
         }
         self.poisoned = true;
-        let result = f(&mut self.session);
+        let result = self.budget.run(|| f(&mut self.session));
         self.poisoned = false;
         result
     }
@@ -235,21 +239,10 @@ const OPTS_KNOWN_END: usize = offset_of!(bpf_object_open_opts, kernel_log_level)
 ///
 /// `opts` must be NULL or point to at least `opts->sz` readable bytes.
 unsafe fn object_name_opt(opts: *const bpf_object_open_opts) -> Result<Option<String>, Errno> {
-    if opts.is_null() {
+    // SAFETY: the caller's contract.
+    let Some(sz) = unsafe { opts_size(opts.cast(), OPTS_KNOWN_END) }? else {
         return Ok(None);
-    }
-    // SAFETY: `sz` is the first field; every opts struct, of any version, starts with it.
-    let sz = unsafe { ptr::addr_of!((*opts).sz).read() };
-    if sz < size_of::<usize>() {
-        return Err(Errno::INVAL);
-    }
-    if sz > OPTS_KNOWN_END {
-        // SAFETY: the caller guarantees `sz` readable bytes at `opts`.
-        let all = unsafe { core::slice::from_raw_parts(opts.cast::<u8>(), sz) };
-        if all[OPTS_KNOWN_END..].iter().any(|&b| b != 0) {
-            return Err(Errno::INVAL);
-        }
-    }
+    };
     if sz < offset_of!(bpf_object_open_opts, object_name) + size_of::<*const c_char>() {
         return Ok(None);
     }
@@ -264,13 +257,41 @@ unsafe fn object_name_opt(opts: *const bpf_object_open_opts) -> Result<Option<St
     Ok(Some(fallible::to_string(&name.to_string_lossy())?))
 }
 
-/// Read a target BTF file and start a session on it.
-fn new_reloc_info(path: &std::path::Path) -> Result<btf_reloc_info, Errno> {
-    let bytes = files::read(path)?;
-    let session =
-        Session::new(bytes).map_err(print::warn_rejected("invalid target BTF", &path.display()))?;
+/// Validate an opts struct as libbpf's `OPTS_VALID` does and return its `sz` (`None` for NULL):
+/// a `sz` below `sizeof(size_t)`, or non-zero bytes past `known_end` (the end of the last field
+/// this library knows), are `EINVAL`.
+///
+/// # Safety
+///
+/// `opts` must be NULL or point to an opts struct (`size_t sz` first) of `sz` readable bytes.
+unsafe fn opts_size(opts: *const u8, known_end: usize) -> Result<Option<usize>, Errno> {
+    if opts.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: `sz` is the first field; every opts struct, of any version, starts with it.
+    let sz = unsafe { opts.cast::<usize>().read() };
+    if sz < size_of::<usize>() {
+        return Err(Errno::INVAL);
+    }
+    if sz > known_end {
+        // SAFETY: the caller guarantees `sz` readable bytes at `opts`.
+        let all = unsafe { core::slice::from_raw_parts(opts, sz) };
+        if all[known_end..].iter().any(|&b| b != 0) {
+            return Err(Errno::INVAL);
+        }
+    }
+    Ok(Some(sz))
+}
+
+/// Read a target BTF file and start a session on it, charging both to `budget`.
+fn new_reloc_info(path: &std::path::Path, budget: Budget) -> Result<btf_reloc_info, Errno> {
+    let session = budget.run(|| {
+        let bytes = files::read(path)?;
+        Session::new(bytes).map_err(print::warn_rejected("invalid target BTF", &path.display()))
+    })?;
     Ok(btf_reloc_info {
         session,
+        budget,
         poisoned: false,
     })
 }
@@ -309,7 +330,7 @@ pub unsafe extern "C" fn bpf_reloc_info__new(targ_btf_path: *const c_char) -> *m
     guard_ptr(|| {
         // SAFETY: the caller passes NULL or a NUL-terminated string, valid during this call.
         let path = unsafe { files::c_path(targ_btf_path) }?;
-        new_reloc_info(path)
+        new_reloc_info(path, Budget::new(usize::MAX)?)
     })
 }
 
@@ -351,8 +372,7 @@ pub unsafe extern "C" fn bpf_reloc_info__add_module_btf(
         let info = unsafe { handle::get_mut(info) }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         let path = unsafe { files::c_path(path) }?;
-        let bytes = files::read(path)?;
-        info.with_session(|session| session.add_module(bytes))
+        info.with_session(|session| session.add_module(files::read(path)?))
     })
 }
 

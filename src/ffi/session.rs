@@ -41,12 +41,12 @@ impl Session {
     /// ([`Validation::OnUse`]): layout and records now, each type when a relocation reads it;
     /// the emitted BTF is validated in full by [`RelocInfo::to_btf`].
     pub(super) fn new(bytes: Vec<u8>) -> Result<Session> {
-        let main_bytes = Anchor::new(bytes);
+        let main_bytes = Anchor::new(bytes)?;
         // SAFETY: the view is stored in `main`, declared (so dropped) before `main_bytes`, and
         // neither anchor is ever replaced. On a parse error nothing borrowing it survives: the
         // error owns no references into the bytes.
         let data: &'static Vec<u8> = unsafe { main_bytes.get_unbounded() };
-        let main = Anchor::new(Btf::parse_with(data, None, Validation::OnUse)?);
+        let main = Anchor::new(Btf::parse_with(data, None, Validation::OnUse)?)?;
         Ok(Session {
             info: None,
             modules: Vec::new(),
@@ -66,15 +66,15 @@ impl Session {
         // Reserve first so that, once parsed, the module is kept without another failure point.
         self.modules.try_reserve(1)?;
         self.module_bytes.try_reserve(1)?;
-        let bytes = Anchor::new(bytes);
+        let bytes = Anchor::new(bytes)?;
         // SAFETY: both views end up in `modules`, declared before `module_bytes` and `main`;
-        // anchors are never removed. If parsing fails, `bytes` is dropped with nothing
-        // borrowing it (errors own no references).
+        // anchors are never removed. If parsing or anchoring the view fails, the view (if any)
+        // is dropped first, then `bytes`, with nothing borrowing it (errors own no references).
         let (data, main): (&'static Vec<u8>, &'static Btf<'static>) =
             unsafe { (bytes.get_unbounded(), self.main.get_unbounded()) };
-        let module = Btf::parse_with(data, Some(main), Validation::OnUse)?;
+        let module = Anchor::new(Btf::parse_with(data, Some(main), Validation::OnUse)?)?;
         self.module_bytes.push(bytes);
-        self.modules.push(Anchor::new(module));
+        self.modules.push(module);
         Ok(())
     }
 
