@@ -264,7 +264,13 @@ pub(crate) fn ambiguity(
     (cand_bits, cand): (u32, &Resolution),
     (first_bits, first): (u32, &Resolution),
 ) {
-    let verdict = |r: &Resolution| if r.poison { "failure" } else { "success" };
+    let verdict = |r: &Resolution| {
+        if r.poison.is_some() {
+            "failure"
+        } else {
+            "success"
+        }
+    };
     if cand_bits != first_bits {
         emit(
             Level::Warn,
@@ -301,7 +307,7 @@ pub(crate) fn patched(
     let memory = matches!(class, CLASS_LDX | CLASS_ST | CLASS_STX);
     let at = format_args!("prog '{program}': relo #{relo}:");
     let Patched::Value { orig, new } = patched else {
-        if memory && res.fail_memsz_adjust && !res.poison {
+        if memory && res.fail_memsz_adjust && res.poison.is_none() {
             emit(
                 Level::Warn,
                 format_args!(

@@ -6,8 +6,8 @@
 //! click.
 //!
 //! Each relocation is exactly the object `btfgen relocate --json` prints for it
-//! ([`super::relocate::to_json`]), plus `why` for a poisoned one: the report and `relocate`
-//! come from the same library results.
+//! ([`super::relocate::to_json`], with `poison_reason` saying why a poisoned one is): the
+//! report and `relocate` come from the same library results.
 //!
 //! JSON schema (`format: "btfgen-report/1"`):
 //!
@@ -21,7 +21,7 @@
 //!                           "error"), or the first failed relocation (status "failed"),
 //!                  "programs": [ { "object", "program", "section",
 //!                                  "status": "ok" | "poisoned" | "failed",
-//!                                  "relocations": [ relocate --json object + "why" ] } ] } ] }
+//!                                  "relocations": [ relocate --json object ] } ] } ] }
 //! ```
 //!
 //! A program is `failed` if one of its relocations has an `error` (libbpf refuses the object),
@@ -32,8 +32,7 @@ use super::relocate::to_json;
 use super::{CliResult, context, write_atomic};
 use btfgen::btf::Btf;
 use btfgen::core::Targets;
-use btfgen::core::patch::Patched;
-use btfgen::core::relocate::{ObjectRelocation, RelocatedObject};
+use btfgen::core::relocate::RelocatedObject;
 use btfgen::object::BpfObject;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -52,25 +51,6 @@ fn worst<'a>(a: &'a str, b: &'a str) -> &'a str {
     if rank(b) > rank(a) { b } else { a }
 }
 
-/// Why libbpf poisons this relocation's instruction, from its resolution: no candidate
-/// matched the local type and access string, or the target field's size cannot be used by
-/// the instruction's load/store.
-fn poison_why(r: &ObjectRelocation<'_, '_>) -> Option<String> {
-    let Ok((resolved, Patched::Poisoned)) = &r.outcome else {
-        return None;
-    };
-    Some(if resolved.matches.is_empty() {
-        "no matching target: no type of the target BTF has this access string".to_string()
-    } else if resolved.res.fail_memsz_adjust {
-        format!(
-            "unsafe memory size change: the field is {} byte(s) in the object, {} in the target",
-            resolved.res.orig_sz, resolved.res.new_sz
-        )
-    } else {
-        "the target gives no value for it".to_string()
-    })
-}
-
 /// One cell per program of `obj` (libbpf's program list, subprograms included), with the
 /// relocations `relocated` gave it.
 pub fn object_cells(
@@ -86,10 +66,7 @@ pub fn object_cells(
         .map(|p| cell(name, p.name, p.section_name))
         .collect();
     for r in &relocated.relocations {
-        let mut entry = to_json(name, local, targets, r);
-        if let Some(why) = poison_why(r) {
-            entry["why"] = json!(why);
-        }
+        let entry = to_json(name, local, targets, r);
         let status = if r.outcome.is_err() {
             "failed"
         } else if entry["poison"] == true {
