@@ -39,8 +39,10 @@ pub fn read_file(path: &Path) -> CliResult<Vec<u8>> {
 }
 
 /// Write `bytes` to `path` atomically, unsynced ([`btfgen::fs::write_atomic`]): no partial
-/// output is ever left behind, naming the path in the error.
+/// output is ever left behind, naming the path in the error. Nothing is written if a mapped
+/// input changed during the run ([`input::check_inputs`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult<()> {
+    input::check_inputs()?;
     btfgen::fs::write_atomic(path, bytes, Durability::Unsynced).map_err(context(path.display()))
 }
 
@@ -110,7 +112,10 @@ impl TargetFiles {
             targets.add_module(module).map_err(context("module BTF"))?;
             found.push((BtfSource::Module(i as u16), &ids[..]));
         }
-        f(&targets, &found)
+        let result = f(&targets, &found)?;
+        // What `f` printed came from the inputs as they were: fail the run if they changed.
+        input::check_inputs()?;
+        Ok(result)
     }
 }
 
