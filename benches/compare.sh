@@ -79,9 +79,7 @@ if [[ -z ${BTFGEN:-} ]]; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/btfgen-compare.XXXXXX")
-shm=
-if [[ -d /dev/shm && -w /dev/shm ]]; then shm=$(mktemp -d /dev/shm/btfgen-compare.XXXXXX); fi
-trap 'rm -rf "$work" ${shm:+"$shm"}' EXIT
+trap 'rm -rf "$work"' EXIT
 results=$work/results spec=$work/spec
 mkdir -p "$work/out"
 : >"$results"
@@ -194,7 +192,8 @@ if ! cmp -s "$work/out/a-btfgen.btf" "$work/out/c-btfgen.btf" ||
     echo "compare: btfgen's outputs for (a), (c) and (d) differ" >&2
     exit 1
 fi
-heap=$(cargo bench --quiet --bench heap -- "$file" "$one_object" "${objects[@]}")
+heap=$(cargo bench --quiet --bench heap -- "$file" "$one_object"
+    cargo bench --quiet --bench heap -- "$file" "${objects[@]}" | tail -n +2)
 
 # ---- (f) and (g): batch over a tree ----
 if ((batch)); then

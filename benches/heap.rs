@@ -7,8 +7,7 @@
 //! plan the candidate scan, parse the target with it (validated on use), index the candidates,
 //! relocate, mark and emit. The target's bytes are read before counting starts: they are the
 //! input (the CLI maps them), not the library's heap. Prints the peak of live heap bytes, the
-//! total allocated and the number of allocations, for each object alone and, with several
-//! objects, for all of them at once.
+//! total allocated and the number of allocations, for all the objects at once.
 
 use btfgen::btf::{Btf, Validation};
 use btfgen::core::relocate::local_type_names;
@@ -147,23 +146,18 @@ fn main() {
         .collect();
     let mib = |b: usize| b as f64 / (1024.0 * 1024.0);
     println!(
-        "library heap, min-core-btf job vs {} ({:.1} MiB, read beforehand, not counted):",
+        "library heap, one min-core-btf job vs {} ({:.1} MiB, read beforehand, not counted):",
         target.display(),
         mib(target_bytes.len())
     );
-    let mut jobs = vec![(objects[0].0.clone(), &objects[..1])];
-    if objects.len() > 1 {
-        jobs.push((
-            format!("all {} objects at once", objects.len()),
-            &objects[..],
-        ));
-    }
-    for (label, job) in jobs {
-        let (peak, total, count, out) = counted(|| min_core_btf(&target_bytes, job));
-        println!(
-            "    {label:<32} peak {:>7.2} MiB  allocated {:>7.2} MiB in {count} allocations  (output {out} bytes)",
-            mib(peak),
-            mib(total)
-        );
-    }
+    let label = match &objects[..] {
+        [(name, _)] => name.clone(),
+        all => format!("{} objects at once", all.len()),
+    };
+    let (peak, total, count, out) = counted(|| min_core_btf(&target_bytes, &objects));
+    println!(
+        "    {label:<32} peak {:>7.2} MiB  allocated {:>7.2} MiB in {count} allocations  (output {out} bytes)",
+        mib(peak),
+        mib(total)
+    );
 }
