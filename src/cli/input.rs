@@ -169,6 +169,9 @@ impl GuardedMap {
     /// map it, the guard cannot be installed or every slot is taken.
     fn new(path: &Path, file: File, meta: &std::fs::Metadata) -> Result<Self, File> {
         INSTALL.call_once(install_handler);
+        let Ok(len) = usize::try_from(meta.len()) else {
+            return Err(file);
+        };
         if PREVIOUS_ACTION.get().is_none() {
             return Err(file);
         }
@@ -189,9 +192,11 @@ impl GuardedMap {
         // change byte values, which the library treats as untrusted input anyway (every
         // index is bounds-checked against the mapping's fixed length), and `check_inputs`
         // refuses that output too (module docs: timestamp granularity). The mapping is
-        // private and read-only: nothing in this process writes through it.
+        // private and read-only: nothing in this process writes through it. Its length is the
+        // one seen at open: a file that shrank since then is caught the same way.
         let mapped = unsafe {
             memmap2::MmapOptions::new()
+                .len(len)
                 .populate()
                 .map_copy_read_only(&file)
         };
