@@ -5,7 +5,7 @@
 //! with `read(2)` into a fresh buffer costs a page fault per 4 KiB of new memory plus the copy,
 //! more than everything else a single-object run does (`/sys/kernel/btf/vmlinux` adds ~1,350
 //! page-sized system calls). A mapping costs neither: the page cache's own pages are mapped,
-//! 16 per page fault (the kernel's fault-around).
+//! all of them at open (`MAP_POPULATE`).
 //!
 //! # A mapped input that changes during the run
 //!
@@ -14,8 +14,10 @@
 //! - **Truncated**: reading a page past the new end of a mapped file raises `SIGBUS`, which
 //!   would kill the process. The handler installed here maps zero-filled pages over the rest of
 //!   the input and marks it damaged; the read resumes and sees zeros. The run goes on with
-//!   those, but [`check_inputs`], called before any output is written, fails it with
-//!   "PATH: truncated while btfgen was reading it". No crash, no output file.
+//!   those, but [`check_inputs`], called before any output file is written (and by
+//!   `relocate` once it has printed its results), fails it with "PATH: truncated while btfgen
+//!   was reading it". No crash, no output file. (`min-core-btf --explain` prints after its
+//!   output is written: that listing is not covered.)
 //! - **Written in place**: the mapping shows the new bytes as they land, as `read(2)` would
 //!   have copied a torn mix of old and new. [`check_inputs`] compares the file's size and
 //!   mtime with those seen when it was opened and fails the run with "PATH: changed while
