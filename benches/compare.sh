@@ -2,42 +2,51 @@
 # btfgen vs bpftool, same inputs, one run: median wall time, CPU time and peak RSS of each, and
 # ratios.
 #
-#     benches/compare.sh                 # everything (builds the kernel tree on first use)
+#     benches/compare.sh                 # everything (builds the kernel trees on first use)
 #     ROUNDS=15 BATCH_ROUNDS=5 benches/compare.sh
-#     benches/compare.sh --no-batch      # only (a)-(c): no tree, no downloads
+#     benches/compare.sh --no-batch      # only (a)-(e): no tree, no downloads (~20 s)
 #
 # Cases (the two tools are run alternately, round after round, so that load from other
-# processes hits both alike):
-#   (a) one object (tests/data/progs/task.bpf.o) against /sys/kernel/btf/vmlinux:
-#       `btfgen min-core-btf` vs `bpftool gen min_core_btf`, output on disk (neither syncs it:
-#       btfgen writes a temporary file and renames it over the output, bpftool writes the output
-#       in place) and, as (a'), on tmpfs (/dev/shm); "btfgen vs floor" is btfgen's wall time over
-#       that of (c)'s cat (the target: within 3x of `cat vmlinux > /dev/null`);
-#   (b) OBJECTS (default 24) objects at once: the little-endian fixture objects (all relocate
-#       against vmlinux without error; bpftool refuses the big-endian ones), copied under
-#       numbered names until there are enough;
-#   (c) the physical floor: `cat /sys/kernel/btf/vmlinux` with its output on /dev/null (process
-#       start + reading the input) and `/bin/true` (process start alone);
-#   (d) `btfgen batch` vs a shell loop running `bpftool gen min_core_btf` once per kernel over
+# processes hits both alike), the kernel BTF being the running kernel's:
+#   (a) one object (ONE_OBJECT, default benches/objs/execsnoop.bpf.o) against a regular-file
+#       copy of the kernel BTF (page cache warm), `btfgen min-core-btf` vs `bpftool gen
+#       min_core_btf`: the primary case. "vs floor": btfgen's wall time over that of
+#       `cat FILE > /dev/null` (e);
+#   (b) every distinct little-endian fixture and benchmark object at once
+#       (tests/data/progs/*.bpf.o, benches/objs/*.bpf.o; bpftool refuses the big-endian
+#       ones), against the same file; with OBJECTS=N, copied under numbered names up to N;
+#   (c) (a) with /sys/kernel/btf/vmlinux itself as the input; floor: `cat` of it;
+#   (d) (a) with the file packed as BTFHub packs it, KERNEL.btf.tar.xz: `btfgen batch` over a
+#       directory holding that one archive vs `tar -xJf` then bpftool (as BTFHub's scripts
+#       do), in a small sh script; floor: `xz -dc` of the archive;
+#   (e) the floors: `cat FILE`, `cat /sys/kernel/btf/vmlinux` (output on /dev/null: process
+#       start + reading the input once), `xz -dc` of the archive, and `/bin/true` (process
+#       start alone);
+#   (f) `btfgen batch` vs a shell loop running `bpftool gen min_core_btf` once per kernel over
 #       a BTFHub-like tree (benches/make-btf-tree.sh: COUNT kernels, every third a .btf.tar.xz,
-#       which the loop unpacks with `tar -xJf` first, as BTFHub's own scripts do), objects
-#       task/multi/calls.bpf.o (the ones written for a real kernel); also timed, in the same
-#       rounds: `xz -dc` of every archive, a floor that both sides pay;
-#   (e) the same on a tree of plain .btf files only (no xz decoding on either side).
+#       which the loop unpacks with `tar -xJf` first), objects task/multi/calls.bpf.o; also
+#       timed, in the same rounds: `xz -dc` of every archive, a floor that both sides pay;
+#   (g) the same on a tree of plain .btf files only (no xz decoding on either side).
+# Every output goes to disk (the work directory), unsynced by both tools: btfgen writes a
+# temporary file and renames it over the output, bpftool writes the output in place.
+# Then the library's peak heap for (a) and (b) (benches/heap.rs, a counting allocator), and a
+# summary of the targets: (a) >= 8x bpftool's wall, (b) >= 15x, peak RSS <= 0.5x bpftool's in
+# (a) and (b), (a) within 1.5x of its floor, (c) >= 8x.
 #
 # Measured by benches/measure.py (details there): each run is a process, forked beforehand,
 # that execs the command when told to and is reaped with wait4(); no shell or /usr/bin/time in
 # between. Wall time: from telling it to wait4's return. CPU time: user + system from wait4's
 # rusage, which includes every child process the command waited for; less sensitive than wall
-# time to other load on the machine. Peak RSS: ru_maxrss; for the shell loop that is the largest
-# single process of the loop (bpftool or xz), not a sum. The output of every command goes to
-# /dev/null; cleanup between batch rounds is not timed.
+# time to other load on the machine. Peak RSS: ru_maxrss; for a shell script that is its
+# largest single process (bpftool or xz), not a sum. The output of every command goes to
+# /dev/null; cleanup between runs is not timed.
 #
 # Environment: BTFGEN (binary; default: `make cli`, the statically linked release build,
 # target/static/release/btfgen), BPFTOOL (default bpftool), ROUNDS (15), BATCH_ROUNDS (5),
-# OBJECTS (24), COUNT (kernels per tree, 60), TREE_DIR (where the trees are kept between runs,
-# default /var/tmp/btfgen-bench-trees), BTF_CACHE (see make-btf-tree.sh).
-# Needs: bpftool, python3; for (d)/(e) what make-btf-tree.sh needs.
+# ONE_OBJECT, OBJECTS (default: the distinct objects, no copies), COUNT (kernels per tree, 60),
+# TREE_DIR (where the trees are kept between runs, default /var/tmp/btfgen-bench-trees),
+# BTF_CACHE (see make-btf-tree.sh).
+# Needs: bpftool, python3, tar, xz; for (f)/(g) what make-btf-tree.sh needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,13 +59,14 @@ elif (($#)); then
 fi
 rounds=${ROUNDS:-15}
 batch_rounds=${BATCH_ROUNDS:-5}
-nobjects=${OBJECTS:-24}
+nobjects=${OBJECTS:-0}
+one_object=${ONE_OBJECT:-benches/objs/execsnoop.bpf.o}
 count=${COUNT:-60}
 trees=${TREE_DIR:-/var/tmp/btfgen-bench-trees}
 vmlinux=/sys/kernel/btf/vmlinux
 bpftool=${BPFTOOL:-bpftool}
 
-for tool in "$bpftool" python3; do
+for tool in "$bpftool" python3 tar xz; do
     command -v "$tool" >/dev/null || { echo "compare: $tool not found" >&2; exit 1; }
 done
 if [[ ! -r $vmlinux ]]; then
@@ -69,9 +79,7 @@ if [[ -z ${BTFGEN:-} ]]; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/btfgen-compare.XXXXXX")
-shm=
-if [[ -d /dev/shm && -w /dev/shm ]]; then shm=$(mktemp -d /dev/shm/btfgen-compare.XXXXXX); fi
-trap 'rm -rf "$work" ${shm:+"$shm"}' EXIT
+trap 'rm -rf "$work"' EXIT
 results=$work/results spec=$work/spec
 mkdir -p "$work/out"
 : >"$results"
@@ -123,42 +131,71 @@ report() {
         "$(calc "$cb / ($ca > 0 ? $ca : 1)")" "$(calc "$rb / $ra")"
 }
 
-# vs_floor LABEL: LABEL's median wall time over that of cat vmlinux > /dev/null, (c).
+# vs_floor LABEL FLOOR: LABEL's median wall time over FLOOR's.
 vs_floor() {
-    printf '    %-30s %9.2fx\n' "btfgen vs floor (cat vmlinux)" \
-        "$(calc "$(field "$1" 2) / $(field c:cat-vmlinux 2)")"
+    printf '    %-30s %9.2fx\n' "btfgen vs floor ($2)" "$(calc "$(field "$1" 2) / $(field "$2" 2)")"
 }
 
 echo "compare: btfgen = $BTFGEN, bpftool = $($bpftool version | head -n1), $(nproc) CPUs," \
     "load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-# ---- (a) one object, (b) many objects, (c) floor ----
-task=tests/data/progs/task.bpf.o
+# ---- (a)-(e): one kernel BTF, as a file, from sysfs, as an archive ----
+# The library's heap is measured after the timing; built now so that its compilation does not
+# load the machine during it.
+cargo bench --quiet --bench heap --no-run >&2
+file=$work/vmlinux.btf
+cp "$vmlinux" "$file"
+mkdir -p "$work/btfhub"
+archive=$work/btfhub/vmlinux.btf.tar.xz
+tar -cf - -C "$work" vmlinux.btf | xz -T1 >"$archive"
+cat "$file" "$archive" >/dev/null # page cache warm
+
+objects=()
+for o in tests/data/progs/*.bpf.o benches/objs/*.bpf.o; do objects+=("$o"); done
+distinct=${#objects[@]}
 mkdir -p "$work/objs"
-le_objects=()
-for o in tests/data/progs/*.bpf.o; do le_objects+=("$o"); done
-many=()
-for ((i = 0; ${#many[@]} < nobjects; i++)); do
-    o=${le_objects[i % ${#le_objects[@]}]}
+for ((i = 0; ${#objects[@]} < nobjects; i++)); do
+    o=${objects[i % distinct]}
     copy=$work/objs/$(basename "$o" .bpf.o)-$i.bpf.o
     cp "$o" "$copy"
-    many+=("$copy")
+    objects+=("$copy")
 done
 
-echo "compare: (a)-(c), $rounds rounds" >&2
-job "a:btfgen" "$BTFGEN" min-core-btf "$vmlinux" "$work/out/a-btfgen.btf" "$task"
-job "a:bpftool" "$bpftool" gen min_core_btf "$vmlinux" "$work/out/a-bpftool.btf" "$task"
-if [[ -n $shm ]]; then
-    job "a':btfgen(tmpfs)" "$BTFGEN" min-core-btf "$vmlinux" "$shm/a-btfgen.btf" "$task"
-    job "a':bpftool(tmpfs)" "$bpftool" gen min_core_btf "$vmlinux" "$shm/a-bpftool.btf" "$task"
-fi
-job "b:btfgen" "$BTFGEN" min-core-btf "$vmlinux" "$work/out/b-btfgen.btf" "${many[@]}"
-job "b:bpftool" "$bpftool" gen min_core_btf "$vmlinux" "$work/out/b-bpftool.btf" "${many[@]}"
-job "c:cat-vmlinux" cat "$vmlinux"
-job "c:true" /bin/true
-measure "$rounds"
+# (d)'s bpftool side: unpack, then minimize, as BTFHub's scripts do.
+cat >"$work/unpack-then-bpftool.sh" <<'EOF'
+#!/bin/sh
+set -eu
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+tar -xJf "$1" -C "$tmp"
+"$2" gen min_core_btf "$tmp/vmlinux.btf" "$3" "$4" >/dev/null
+EOF
 
-# ---- (d) and (e): batch over a tree ----
+echo "compare: (a)-(e), $rounds rounds" >&2
+job "a:btfgen" "$BTFGEN" min-core-btf "$file" "$work/out/a-btfgen.btf" "$one_object"
+job "a:bpftool" "$bpftool" gen min_core_btf "$file" "$work/out/a-bpftool.btf" "$one_object"
+job "b:btfgen" "$BTFGEN" min-core-btf "$file" "$work/out/b-btfgen.btf" "${objects[@]}"
+job "b:bpftool" "$bpftool" gen min_core_btf "$file" "$work/out/b-bpftool.btf" "${objects[@]}"
+job "c:btfgen" "$BTFGEN" min-core-btf "$vmlinux" "$work/out/c-btfgen.btf" "$one_object"
+job "c:bpftool" "$bpftool" gen min_core_btf "$vmlinux" "$work/out/c-bpftool.btf" "$one_object"
+before=$(json_list rm -rf "$work/out/d-btfgen") job "d:btfgen" \
+    "$BTFGEN" batch --btf-dir "$work/btfhub" --out-dir "$work/out/d-btfgen" "$one_object"
+job "d:bpftool" sh "$work/unpack-then-bpftool.sh" "$archive" "$bpftool" \
+    "$work/out/d-bpftool.btf" "$one_object"
+job "e:cat-file" cat "$file"
+job "e:cat-sysfs" cat "$vmlinux"
+job "e:xz-dc" xz -dc "$archive"
+job "e:true" /bin/true
+measure "$rounds"
+if ! cmp -s "$work/out/a-btfgen.btf" "$work/out/c-btfgen.btf" ||
+    ! cmp -s "$work/out/a-btfgen.btf" "$work/out/d-btfgen/vmlinux.btf"; then
+    echo "compare: btfgen's outputs for (a), (c) and (d) differ" >&2
+    exit 1
+fi
+heap=$(cargo bench --quiet --bench heap -- "$file" "$one_object"
+    cargo bench --quiet --bench heap -- "$file" "${objects[@]}" | tail -n +2)
+
+# ---- (f) and (g): batch over a tree ----
 if ((batch)); then
     mixed=$trees/mixed-$count
     plain=$trees/plain-$count
@@ -203,17 +240,17 @@ done
 EOF
     batch_objects=(tests/data/progs/task.bpf.o tests/data/progs/multi.bpf.o tests/data/progs/calls.bpf.o)
     for tree in "$mixed" "$plain"; do
-        case=d
-        [[ $tree == "$plain" ]] && case=e
+        case=f
+        [[ $tree == "$plain" ]] && case=g
         echo "compare: ($case) $tree, $batch_rounds rounds" >&2
         before=$(json_list rm -rf "$work/out/batch") job "$case:btfgen-batch" \
             "$BTFGEN" batch --btf-dir "$tree" --out-dir "$work/out/batch" "${batch_objects[@]}"
         before=$(json_list rm -rf "$work/out/loop") job "$case:bpftool-loop" \
             bash "$work/loop.sh" "$tree" "$work/out/loop" "$bpftool" "${batch_objects[@]}"
-        if [[ $case == d ]]; then
+        if [[ $case == f ]]; then
             # What decoding the archives alone costs (one xz process, one core): a floor that
             # both sides of (d) pay, whatever they do.
-            job d:xz-decode-archives find "$tree" -name '*.btf.tar.xz' -exec xz -dc {} +
+            job f:xz-decode-archives find "$tree" -name '*.btf.tar.xz' -exec xz -dc {} +
         fi
         measure "$batch_rounds"
         nb=$(find "$work/out/batch" -type f -name '*.btf' | wc -l)
@@ -228,20 +265,42 @@ EOF
 fi
 
 # ---- report ----
+# meets LABEL_A LABEL_B COLUMN MIN|MAX BOUND TEXT: one line of the target summary, on
+# LABEL_B / LABEL_A of COLUMN (2 = wall, 4 = peak RSS).
+meets() {
+    local ratio ok
+    ratio=$(calc "$(field "$2" "$3") / $(field "$1" "$3")")
+    ok=$(calc "($4 == 1) ? ($ratio >= $5) : ($ratio <= $5)")
+    printf '    %-58s %7.2f  %s\n' "$6" "$ratio" "$( ((ok)) && echo met || echo 'NOT met')"
+}
+
 echo
 echo "btfgen vs bpftool: median wall time, CPU time and peak RSS ($(nproc) CPUs, load now $(cut -d' ' -f1-3 /proc/loadavg))"
-report "(a) task.bpf.o vs vmlinux, output on disk" a:btfgen a:bpftool
-vs_floor a:btfgen
-if [[ -n $shm ]]; then
-    report "(a') task.bpf.o vs vmlinux, output on tmpfs" "a':btfgen(tmpfs)" "a':bpftool(tmpfs)"
-    vs_floor "a':btfgen(tmpfs)"
-fi
-report "(b) ${#many[@]} objects vs vmlinux" b:btfgen b:bpftool
-report "(c) floor: cat vmlinux > /dev/null vs /bin/true" c:cat-vmlinux c:true
+one=$(basename "$one_object")
+report "(a) $one vs vmlinux BTF, regular file" a:btfgen a:bpftool
+vs_floor a:btfgen e:cat-file
+report "(b) ${#objects[@]} objects ($distinct distinct) vs vmlinux BTF, regular file" b:btfgen b:bpftool
+report "(c) $one vs /sys/kernel/btf/vmlinux" c:btfgen c:bpftool
+vs_floor c:btfgen e:cat-sysfs
+report "(d) $one vs vmlinux.btf.tar.xz (btfgen batch; tar -xJf, bpftool)" d:btfgen d:bpftool
+vs_floor d:btfgen e:xz-dc
+report "(e) floors: cat FILE > /dev/null vs /bin/true" e:cat-file e:true
+report "    cat /sys/kernel/btf/vmlinux vs xz -dc ARCHIVE" e:cat-sysfs e:xz-dc
+echo
+echo "$heap"
+echo
+echo "targets (ratio, bound):"
+meets a:btfgen a:bpftool 2 1 8 "(a) one object, file: bpftool wall / btfgen wall >= 8"
+meets b:btfgen b:bpftool 2 1 15 "(b) ${#objects[@]} objects, file: the same >= 15"
+meets a:bpftool a:btfgen 4 0 0.5 "(a) peak RSS, btfgen / bpftool <= 0.5"
+meets b:bpftool b:btfgen 4 0 0.5 "(b) peak RSS, btfgen / bpftool <= 0.5"
+meets e:cat-file a:btfgen 2 0 1.5 "(a) btfgen wall / cat FILE wall <= 1.5"
+meets c:btfgen c:bpftool 2 1 8 "(c) one object, sysfs: bpftool wall / btfgen wall >= 8"
 if ((batch)); then
-    report "(d) batch over $(cat "$work/d.kernels"), 3 objects" d:btfgen-batch d:bpftool-loop
-    xz=d:xz-decode-archives
+    echo
+    report "(f) batch over $(cat "$work/f.kernels"), 3 objects" f:btfgen-batch f:bpftool-loop
+    xz=f:xz-decode-archives
     printf '    %-30s %7.1f ms  %7.1f ms  %6.1f MiB\n' "xz -dc of every archive (floor)" \
         "$(field "$xz" 2)" "$(field "$xz" 3)" "$(field "$xz" 4)"
-    report "(e) batch over $(cat "$work/e.kernels"), 3 objects" e:btfgen-batch e:bpftool-loop
+    report "(g) batch over $(cat "$work/g.kernels"), 3 objects" g:btfgen-batch g:bpftool-loop
 fi

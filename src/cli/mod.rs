@@ -93,8 +93,10 @@ pub fn read_file(path: &Path) -> CliResult<Vec<u8>> {
 }
 
 /// Write `bytes` to `path` atomically, unsynced ([`btfgen::fs::write_atomic`]): no partial
-/// output is ever left behind, naming the path in the error.
+/// output is ever left behind, naming the path in the error. Nothing is written if a mapped
+/// input changed during the run ([`input::check_inputs`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult<()> {
+    input::check_inputs()?;
     btfgen::fs::write_atomic(path, bytes, Durability::Unsynced).map_err(context(path.display()))
 }
 

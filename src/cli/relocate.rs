@@ -195,7 +195,10 @@ fn print_records(
 /// Run `btfgen relocate`.
 pub fn run(args: &RelocateArgs) -> CliResult<ExitCode> {
     let files = TargetFiles::read(&args.btf, args.base_btf.as_deref(), &args.module_btf)?;
-    files.with_targets(None, |targets, _| relocate_all(args, targets))
+    let code = files.with_targets(None, |targets, _| relocate_all(args, targets))?;
+    // What was printed came from the inputs as they were: fail the run if they changed.
+    super::input::check_inputs()?;
+    Ok(code)
 }
 
 fn relocate_all(args: &RelocateArgs, targets: &Targets<'_>) -> CliResult<ExitCode> {

@@ -3,7 +3,7 @@
 //! relocations ask for, and shared by every relocation and object of a run.
 
 use super::matching::kinds_core_compat;
-use super::spec::essential_name;
+use super::spec::{essential_len, essential_name};
 use crate::btf::{Btf, Kind, KindSet, NameFilter};
 use crate::error::Result;
 use crate::fallible;
@@ -109,6 +109,16 @@ fn compatible_kinds(kind: Kind) -> KindSet {
 pub struct ScanPlan<'n> {
     missing: HashMap<&'n str, KindSet>,
     filter: NameFilter,
+    /// The lengths of the missing names: bit `n` for length `n` below 64, bit 63 also for
+    /// every longer one. Most types a scan lets through only share a prefix with a wanted
+    /// name, and their length rejects them before any UTF-8 check or lookup.
+    lengths: u64,
+}
+
+impl ScanPlan<'_> {
+    fn may_want_len(&self, len: usize) -> bool {
+        self.lengths & (1 << len.min(63)) != 0
+    }
 }
 
 impl ScanPlan<'_> {
@@ -149,10 +159,16 @@ impl CandidateIndex {
             *entry = entry.union(kinds);
         }
         let mut filter = NameFilter::new()?;
+        let mut lengths = 0;
         for (name, kinds) in &missing {
             filter.add(name.as_bytes(), *kinds);
+            lengths |= 1 << name.len().min(63);
         }
-        Ok(ScanPlan { missing, filter })
+        Ok(ScanPlan {
+            missing,
+            filter,
+            lengths,
+        })
     }
 
     /// Index `plan`'s names from what scanning the targets with its filter let through:
@@ -173,11 +189,23 @@ impl CandidateIndex {
                 let (name_off, Some(kind)) = btf.name_off_and_kind(id)? else {
                     continue;
                 };
-                // A name that is not UTF-8 is nobody's candidate.
-                let Ok(name) = btf.name(name_off) else {
+                // What `Btf::name` reads; a name out of range or unterminated is nobody's
+                // candidate.
+                let Some(tail) = btf.string_tail(name_off) else {
                     continue;
                 };
-                if let Some((&key, kinds)) = missing.get_key_value(essential_name(name))
+                let Some(end) = tail.iter().position(|&b| b == 0) else {
+                    continue;
+                };
+                let essential = essential_len(&tail[..end]);
+                if !plan.may_want_len(essential) {
+                    continue;
+                }
+                // A name that is not UTF-8 is nobody's candidate either.
+                let Ok(name) = core::str::from_utf8(&tail[..end]) else {
+                    continue;
+                };
+                if let Some((&key, kinds)) = missing.get_key_value(&name[..essential])
                     && kinds.contains(kind)
                 {
                     // Capacity for every missing name was reserved above.

@@ -82,15 +82,35 @@ fn invalid(reason: &'static str) -> Error {
 /// Length of `name` without a `___flavor` suffix: up to the last `X___Y` separator where
 /// neither X nor Y is an underscore (libbpf's "essential name").
 pub fn essential_name_len(name: &str) -> usize {
-    let b = name.as_bytes();
-    if b.len() >= 5 {
-        for i in (0..=b.len() - 5).rev() {
-            if b[i] != b'_' && &b[i + 1..i + 4] == b"___" && b[i + 4] != b'_' {
-                return i + 1;
+    essential_len(name.as_bytes())
+}
+
+/// [`essential_name_len`] of a name's bytes. Scans from the end, as libbpf does, but tests the
+/// first byte of each window's `___` before the rest: where it is not an underscore, neither
+/// that window nor the two before it (whose `___` also covers that byte) can match, so most
+/// bytes of most names are looked at once in three.
+pub(crate) fn essential_len(b: &[u8]) -> usize {
+    let n = b.len();
+    // Windows b[i..i + 5], `X___Y`, from the last one down.
+    let Some(mut i) = n.checked_sub(5) else {
+        return n;
+    };
+    loop {
+        if b[i + 1] != b'_' {
+            match i.checked_sub(3) {
+                Some(next) => i = next,
+                None => return n,
             }
+            continue;
+        }
+        if b[i] != b'_' && b[i + 2] == b'_' && b[i + 3] == b'_' && b[i + 4] != b'_' {
+            return i + 1;
+        }
+        match i.checked_sub(1) {
+            Some(next) => i = next,
+            None => return n,
         }
     }
-    b.len()
 }
 
 /// `name` without its flavor suffix.
@@ -262,6 +282,7 @@ pub(crate) fn is_flex_array(btf: &Btf<'_>, prev: &Accessor<'_>, nelems: u32) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::{string::String, vec::Vec};
 
     #[test]
     fn essential_names_strip_last_flavor() {
@@ -273,6 +294,39 @@ mod tests {
         assert_eq!(essential_name("x___"), "x___");
         assert_eq!(essential_name("x___y"), "x");
         assert_eq!(essential_name(""), "");
+    }
+
+    /// libbpf's `bpf_core_essential_name_len`, transcribed: every window from the last.
+    fn libbpf_essential_len(b: &[u8]) -> usize {
+        let n = b.len();
+        if n >= 5 {
+            for i in (0..=n - 5).rev() {
+                let s = &b[i..i + 5];
+                if s[0] != b'_' && s[1] == b'_' && s[2] == b'_' && s[3] == b'_' && s[4] != b'_' {
+                    return i + 1;
+                }
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn essential_len_agrees_with_libbpf_on_every_short_name() {
+        // Every string of up to 14 bytes over {'_', 'a'}: all the arrangements of separators,
+        // runs of underscores and name bytes that the skip can meet.
+        for len in 0..=14 {
+            for bits in 0u32..1 << len {
+                let name: Vec<u8> = (0..len)
+                    .map(|i| if bits >> i & 1 == 1 { b'_' } else { b'a' })
+                    .collect();
+                assert_eq!(
+                    essential_len(&name),
+                    libbpf_essential_len(&name),
+                    "{}",
+                    String::from_utf8_lossy(&name)
+                );
+            }
+        }
     }
 
     #[test]
