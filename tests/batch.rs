@@ -5,59 +5,14 @@
 //! reported on its own line naming its file, the good ones must still be written, and the exit
 //! status must be non-zero.
 
+mod batch_common;
+
+use batch_common::{TempDir, btfgen, data, pack};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
-
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
-
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("btfgen-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn run(args: &[&Path]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
 
 fn copy(from: &Path, to: &Path) {
     std::fs::create_dir_all(to.parent().unwrap()).unwrap();
     std::fs::copy(from, to).unwrap();
-}
-
-/// `DIR/NAME.btf.tar.xz` holding `bytes` as `NAME.btf`, the way BTFHub packs kernels
-/// (`tar -cJf NAME.btf.tar.xz NAME.btf`).
-fn pack(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join(format!("{name}.btf.tar.xz"));
-    let xz = liblzma::write::XzEncoder::new(std::fs::File::create(&path).unwrap(), 6);
-    let mut tar = tar::Builder::new(xz);
-    let mut header = tar::Header::new_gnu();
-    header.set_size(bytes.len() as u64);
-    header.set_mode(0o644);
-    header.set_cksum();
-    tar.append_data(&mut header, format!("{name}.btf"), bytes)
-        .unwrap();
-    tar.into_inner().unwrap().finish().unwrap();
-    path
 }
 
 const OBJECTS: [&str; 2] = ["progs/fields.bpf.o", "progs/types.bpf.o"];
@@ -89,6 +44,7 @@ fn build_tree(tree: &Path) -> Vec<(PathBuf, PathBuf, &'static str)> {
         &tree.join("fedora/38/x86_64"),
         "6.2.9-300.fc38.x86_64",
         &std::fs::read(data("targets/btf__fields_flat.btf")).unwrap(),
+        6,
     );
     good.push((
         packed,
@@ -128,7 +84,7 @@ fn batch_mirrors_the_tree_matches_min_core_btf_and_reports_bad_kernels() {
     std::fs::write(&corrupt_archive, b"this is not xz").unwrap();
     let objects: Vec<PathBuf> = OBJECTS.iter().map(|o| data(o)).collect();
 
-    let result = run(&batch_args(&tree, &out, &objects));
+    let result = btfgen(&batch_args(&tree, &out, &objects));
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(
         !result.status.success(),
@@ -168,7 +124,7 @@ fn batch_mirrors_the_tree_matches_min_core_btf_and_reports_bad_kernels() {
         let single = tmp.0.join("single.btf");
         let mut args: Vec<&Path> = vec![Path::new("min-core-btf"), plain, &single];
         args.extend(objects.iter().map(PathBuf::as_path));
-        let alone = run(&args);
+        let alone = btfgen(&args);
         assert!(
             alone.status.success(),
             "{}",
@@ -203,7 +159,7 @@ fn batch_succeeds_when_every_kernel_does() {
     let out = tmp.0.join("out");
     let good = build_tree(&tree);
     let objects: Vec<PathBuf> = OBJECTS.iter().map(|o| data(o)).collect();
-    let result = run(&batch_args(&tree, &out, &objects));
+    let result = btfgen(&batch_args(&tree, &out, &objects));
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(result.status.success(), "{stderr}");
     assert!(
@@ -222,7 +178,7 @@ fn batch_succeeds_when_every_kernel_does() {
         .iter()
         .map(|(_, _, rel)| std::fs::read(out.join(rel)).unwrap())
         .collect();
-    let again = run(&batch_args(&tree, &out, &objects));
+    let again = btfgen(&batch_args(&tree, &out, &objects));
     assert!(
         again.status.success(),
         "{}",
@@ -237,7 +193,7 @@ fn batch_succeeds_when_every_kernel_does() {
     // OUT inside the tree: its outputs are not taken for kernels on the next run.
     let inside = tree.join("minimized");
     for _ in 0..2 {
-        let result = run(&batch_args(&tree, &inside, &objects));
+        let result = btfgen(&batch_args(&tree, &inside, &objects));
         let stderr = String::from_utf8_lossy(&result.stderr);
         assert!(result.status.success(), "{stderr}");
         assert!(
@@ -256,7 +212,7 @@ fn batch_fails_before_any_kernel_on_a_bad_object_or_an_empty_tree() {
     // An object that does not parse: nothing is written.
     let not_object = tmp.0.join("not-an-object.o");
     std::fs::write(&not_object, b"\x7fELF but not really").unwrap();
-    let result = run(&batch_args(&tree, &out, std::slice::from_ref(&not_object)));
+    let result = btfgen(&batch_args(&tree, &out, std::slice::from_ref(&not_object)));
     assert!(!result.status.success());
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(stderr.contains(not_object.to_str().unwrap()), "{stderr}");
@@ -265,7 +221,7 @@ fn batch_fails_before_any_kernel_on_a_bad_object_or_an_empty_tree() {
     let empty = tmp.0.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let objects = [data(OBJECTS[0])];
-    let result = run(&batch_args(&empty, &out, &objects));
+    let result = btfgen(&batch_args(&empty, &out, &objects));
     assert!(!result.status.success());
     assert!(String::from_utf8_lossy(&result.stderr).contains("no *.btf or *.btf.tar.xz"));
 }

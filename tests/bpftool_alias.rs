@@ -3,17 +3,16 @@
 //! on the same arguments), write what `btfgen min-core-btf` writes, and dump what bpftool
 //! dumps.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[path = "support/cli.rs"]
+mod cli;
 
-const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
+use cli::{TempDir, btfgen};
+use std::path::PathBuf;
+use std::process::Command;
 
+/// `tests/data/REL` as an argument string, for the `&str` argument lists below.
 fn data(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-        .to_string_lossy()
-        .into_owned()
+    cli::data(rel).to_string_lossy().into_owned()
 }
 
 fn bpftool() -> Option<PathBuf> {
@@ -23,26 +22,13 @@ fn bpftool() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-fn run(program: &Path, args: &[&str]) -> Output {
-    Command::new(program).args(args).output().unwrap()
-}
-
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn the_bpftool_spellings_exit_as_bpftool_does() {
     let Some(bpftool) = bpftool() else {
         eprintln!("SKIP: bpftool not installed");
         return;
     };
-    let dir = Scratch(std::env::temp_dir().join(format!("btfgen-alias-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new("alias");
     let p = |name: &str| dir.0.join(name).to_string_lossy().into_owned();
     let fields = std::fs::read(data("targets/btf__fields.btf")).unwrap();
     std::fs::write(p("truncated.btf"), &fields[..100]).unwrap();
@@ -93,8 +79,8 @@ fn the_bpftool_spellings_exit_as_bpftool_does() {
         vec!["btf", "dump"],
     ];
     for args in &cases {
-        let theirs = run(&bpftool, args);
-        let ours = run(Path::new(BIN), args);
+        let theirs = Command::new(&bpftool).args(args).output().unwrap();
+        let ours = btfgen(args);
         assert_eq!(
             ours.status.code(),
             theirs.status.code(),
@@ -108,10 +94,10 @@ fn the_bpftool_spellings_exit_as_bpftool_does() {
         }
     }
     // Success writes what min-core-btf writes.
-    let alias = run(Path::new(BIN), &["gen", "min_core_btf", &btf, &out, &obj]);
+    let alias = btfgen(&["gen", "min_core_btf", &btf, &out, &obj]);
     assert!(alias.status.success());
     let via_alias = std::fs::read(&out).unwrap();
-    let main = run(Path::new(BIN), &["min-core-btf", &btf, &out, &obj]);
+    let main = btfgen(&["min-core-btf", &btf, &out, &obj]);
     assert!(main.status.success());
     assert_eq!(via_alias, std::fs::read(&out).unwrap());
 }

@@ -3,28 +3,14 @@
 //! line on stderr that names the offending path, with no panic or backtrace; and
 //! `min-core-btf` must leave neither its OUTPUT nor a temporary file behind.
 
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::{BIN, TempDir, btfgen, data};
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const BTFGEN: &str = env!("CARGO_BIN_EXE_btfgen");
-
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
-
-/// A fresh, empty directory for one case.
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli_errors")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn listing(dir: &Path) -> BTreeSet<OsString> {
     std::fs::read_dir(dir)
@@ -35,7 +21,7 @@ fn listing(dir: &Path) -> BTreeSet<OsString> {
 
 /// Run `btfgen ARGS`; it must fail with one stderr line naming `names`. Returns that line.
 fn fails(case: &str, args: &[&Path], names: &Path) -> String {
-    let out = Command::new(BTFGEN)
+    let out = Command::new(BIN)
         .args(args)
         .env("RUST_BACKTRACE", "1")
         .output()
@@ -100,12 +86,13 @@ fn object_without_btf(dir: &Path) -> PathBuf {
 fn min_core_btf_bad_inputs_leave_no_output() {
     let target = data("targets/btf__fields.btf");
     let object = data("progs/fields.bpf.o");
-    let dir = scratch("min_core_btf_inputs");
+    let tmp = TempDir::new("min_core_btf_inputs");
+    let dir = &tmp.0;
     let out_dir = dir.join("out");
     std::fs::create_dir(&out_dir).unwrap();
     let output = out_dir.join("min.btf");
     let mut cases = Vec::new();
-    for (label, bad) in bad_inputs(&dir) {
+    for (label, bad) in bad_inputs(dir) {
         cases.push((
             format!("INPUT {label}"),
             vec![bad.clone(), output.clone(), object.clone()],
@@ -122,7 +109,7 @@ fn min_core_btf_bad_inputs_leave_no_output() {
             bad.clone(),
         ));
     }
-    let no_btf = object_without_btf(&dir);
+    let no_btf = object_without_btf(dir);
     cases.push((
         "OBJECT without .BTF".into(),
         vec![target.clone(), output.clone(), no_btf.clone()],
@@ -139,7 +126,8 @@ fn min_core_btf_bad_inputs_leave_no_output() {
             listing(&out_dir)
         );
     }
-    for (label, bad) in bad_inputs(&scratch("min_core_btf_base")) {
+    let base_dir = TempDir::new("min_core_btf_base");
+    for (label, bad) in bad_inputs(&base_dir.0) {
         let args = [
             Path::new("min-core-btf"),
             &target,
@@ -170,7 +158,8 @@ fn min_core_btf_bad_inputs_leave_no_output() {
 fn min_core_btf_unwritable_output_leaves_nothing() {
     let target = data("targets/btf__fields.btf");
     let object = data("progs/fields.bpf.o");
-    let dir = scratch("min_core_btf_output");
+    let tmp = TempDir::new("min_core_btf_output");
+    let dir = &tmp.0;
     let missing_dir = dir.join("missing").join("min.btf");
     let proc_path = PathBuf::from("/proc/nonexistent/min.btf");
     let is_dir = dir.join("a-directory");
@@ -186,7 +175,7 @@ fn min_core_btf_unwritable_output_leaves_nothing() {
             &[Path::new("min-core-btf"), &target, output, &object],
             output,
         );
-        let left = listing(&dir);
+        let left = listing(dir);
         let expected: BTreeSet<OsString> = ["a-directory".into()].into();
         assert_eq!(left, expected, "{case}: left files behind");
         assert_eq!(
@@ -201,32 +190,31 @@ fn min_core_btf_unwritable_output_leaves_nothing() {
 #[test]
 fn min_core_btf_success_leaves_only_the_output() {
     // The same harness on a good run, so the failure checks above are checking something.
-    let dir = scratch("min_core_btf_ok");
+    let tmp = TempDir::new("min_core_btf_ok");
+    let dir = &tmp.0;
     let output = dir.join("min.btf");
-    let status = Command::new(BTFGEN)
-        .arg("min-core-btf")
-        .args([
-            &data("targets/btf__fields.btf"),
-            &output,
-            &data("progs/fields.bpf.o"),
-        ])
-        .output()
-        .unwrap();
+    let status = btfgen(&[
+        Path::new("min-core-btf"),
+        &data("targets/btf__fields.btf"),
+        &output,
+        &data("progs/fields.bpf.o"),
+    ]);
     assert!(
         status.status.success(),
         "{}",
         String::from_utf8_lossy(&status.stderr)
     );
-    assert_eq!(listing(&dir), ["min.btf".into()].into());
+    assert_eq!(listing(dir), ["min.btf".into()].into());
     btfgen::btf::Btf::parse(&std::fs::read(&output).unwrap()).unwrap();
 }
 
 #[test]
 fn dump_and_relocate_bad_inputs() {
-    let dir = scratch("dump_relocate");
+    let tmp = TempDir::new("dump_relocate");
+    let dir = &tmp.0;
     let target = data("targets/btf__fields.btf");
     let object = data("progs/fields.bpf.o");
-    for (label, bad) in bad_inputs(&dir) {
+    for (label, bad) in bad_inputs(dir) {
         fails(&format!("dump {label}"), &[Path::new("dump"), &bad], &bad);
         fails(
             &format!("relocate --btf {label}"),
@@ -239,7 +227,7 @@ fn dump_and_relocate_bad_inputs() {
             &bad,
         );
     }
-    let no_btf = object_without_btf(&dir);
+    let no_btf = object_without_btf(dir);
     fails(
         "relocate OBJECT without .BTF",
         &[Path::new("relocate"), Path::new("--btf"), &target, &no_btf],

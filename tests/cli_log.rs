@@ -3,25 +3,16 @@
 //! reports, as `bpftool -d` shows libbpf's), `-q` prints nothing but errors, and by default
 //! only libbpf's warnings and the summary line appear.
 
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::{btfgen, data};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
-
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
+use std::path::Path;
 
 /// `(program, relo)` of every relocation, as `btfgen relocate --json` reports them.
 fn relocations(target: &Path, object: &Path) -> BTreeSet<(String, u64)> {
-    let out = run(&[
+    let out = btfgen(&[
         "relocate",
         "--json",
         "--btf",
@@ -76,7 +67,7 @@ fn debug_log_has_one_spec_line_per_relocation() {
             out_btf.to_str().unwrap(),
             object.to_str().unwrap(),
         ];
-        let debug = run(&[&["-d", "min-core-btf"][..], &args].concat());
+        let debug = btfgen(&[&["-d", "min-core-btf"][..], &args].concat());
         let stderr = String::from_utf8(debug.stderr).unwrap();
         let want = relocations(&target, &object);
         let (got, count) = spec_lines(&stderr);
@@ -87,11 +78,11 @@ fn debug_log_has_one_spec_line_per_relocation() {
 
         // Without -d: no debug lines, only warnings (`libbpf: ...` without a spec) and, unless
         // it failed, the summary; with -q: nothing at all but the error of a failing run.
-        let normal = run(&[&["min-core-btf"][..], &args].concat());
+        let normal = btfgen(&[&["min-core-btf"][..], &args].concat());
         let normal_err = String::from_utf8(normal.stderr).unwrap();
         assert_eq!(spec_lines(&normal_err).1, 0);
         assert!(!normal_err.contains("matching candidate"));
-        let quiet = run(&[&["-q", "min-core-btf"][..], &args].concat());
+        let quiet = btfgen(&[&["-q", "min-core-btf"][..], &args].concat());
         let quiet_err = String::from_utf8(quiet.stderr).unwrap();
         assert_eq!(quiet.status.success(), normal.status.success());
         assert!(!quiet_err.contains("libbpf: "), "{quiet_err}");

@@ -3,22 +3,18 @@
 //! deterministic across runs — every run has new hash seeds — and is never larger than the
 //! input). Results are compared with libbpf itself by `c-tests/check_relocs.py`.
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/names.rs"]
 mod names;
 
 use btfgen::btf::Btf;
+use cli::{BIN, btfgen, data};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
 const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
-
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
 
 /// (object, target, base) of every manifest pair whose target exists here.
 fn pairs() -> Vec<(PathBuf, PathBuf, Option<PathBuf>)> {
@@ -51,10 +47,6 @@ fn libbpf_fails(obj: &Path, target: &Path) -> bool {
     name(obj).starts_with("ambiguous") || name(target) == "btf__bitfields_bad.btf"
 }
 
-fn run(args: &[&str]) -> std::process::Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
-
 fn target_args<'a>(target: &'a Path, base: &'a Option<PathBuf>) -> Vec<&'a str> {
     let mut args = vec![target.to_str().unwrap()];
     if let Some(base) = base {
@@ -69,7 +61,7 @@ fn relocate_json_reports_every_relocation_with_the_documented_keys() {
         let mut args = vec!["relocate", "--json", "--btf"];
         args.extend(target_args(&target, &base));
         args.push(obj.to_str().unwrap());
-        let out = run(&args);
+        let out = btfgen(&args);
         let stdout = String::from_utf8(out.stdout).unwrap();
         let records: Vec<Value> = stdout
             .lines()
@@ -148,7 +140,7 @@ fn min_core_btf_output_is_valid_deterministic_and_small() {
             args.extend(target_args(&target, &base));
             args.push(out_path.to_str().unwrap());
             args.push(obj.to_str().unwrap());
-            let out = run(&args);
+            let out = btfgen(&args);
             assert!(
                 out.status.success(),
                 "{}: {}",
@@ -230,7 +222,7 @@ fn explain_names_the_relocations_behind_each_kept_member() {
     }
     let out_path = std::env::temp_dir().join(format!("btfgen-explain-{}.btf", std::process::id()));
     let obj = data("progs/task.bpf.o");
-    let out = run(&[
+    let out = btfgen(&[
         "min-core-btf",
         VMLINUX,
         out_path.to_str().unwrap(),
@@ -263,7 +255,7 @@ fn module_btf_candidates_resolve_like_the_split_target() {
         base.to_str().unwrap(),
         module.to_str().unwrap(),
     );
-    let as_module = run(&[
+    let as_module = btfgen(&[
         "relocate",
         "--json",
         "--btf",
@@ -272,7 +264,7 @@ fn module_btf_candidates_resolve_like_the_split_target() {
         module,
         obj,
     ]);
-    let as_split = run(&[
+    let as_split = btfgen(&[
         "relocate",
         "--json",
         "--btf",
@@ -311,7 +303,7 @@ fn module_btf_candidates_resolve_like_the_split_target() {
     let dir = std::env::temp_dir().join(format!("btfgen-module-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (one, two) = (dir.join("module.btf"), dir.join("split.btf"));
-    let out1 = run(&[
+    let out1 = btfgen(&[
         "min-core-btf",
         base,
         one.to_str().unwrap(),
@@ -319,7 +311,7 @@ fn module_btf_candidates_resolve_like_the_split_target() {
         "--module-btf",
         module,
     ]);
-    let out2 = run(&[
+    let out2 = btfgen(&[
         "min-core-btf",
         module,
         two.to_str().unwrap(),
@@ -380,7 +372,7 @@ fn min_core_btf_without_kernel_btf_uses_the_example_kernel() {
 /// point checked where BPF syscalls are refused.
 #[test]
 fn relocate_follows_libbpf_1_7_where_1_1_differs() {
-    let out = run(&[
+    let out = btfgen(&[
         "relocate",
         "--json",
         "--btf",

@@ -1,35 +1,16 @@
 //! `btfgen min-core-btf --report`: the one kernel's compatibility report, written also when a
 //! relocation fails (then no output BTF is written), agreeing with `btfgen relocate --json`.
 
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::{TempDir, btfgen, data};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
-
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
-
-fn btfgen(args: &[&Path]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
-
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 #[test]
 fn the_report_of_a_failing_kernel_is_written_and_matches_relocate() {
-    let dir =
-        Scratch(std::env::temp_dir().join(format!("btfgen-mcb-report-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new("mcb-report");
     let target = data("targets/btf__ambiguous_off.btf");
     let objects = [data("progs/ambiguous.bpf.o"), data("progs/fields.bpf.o")];
     let out = dir.0.join("out.btf");

@@ -3,28 +3,11 @@
 //! `--module-btf-dir` gives exactly what naming the module with `--module-btf` gives, and
 //! `/sys/kernel/btf/vmlinux` takes the modules next to it unless `--no-modules`.
 
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::{TempDir, btfgen, data};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
-
-fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
-
-fn btfgen(args: &[&Path]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
-
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Minimize `object` with `args` around it; the output bytes (panics on failure).
 fn minimized(input: &Path, object: &Path, extra: &[&Path], out: &Path) -> Vec<u8> {
@@ -41,7 +24,7 @@ fn minimized(input: &Path, object: &Path, extra: &[&Path], out: &Path) -> Vec<u8
 
 #[test]
 fn a_module_directory_gives_what_naming_its_modules_gives() {
-    let dir = Scratch(std::env::temp_dir().join(format!("btfgen-moddir-{}", std::process::id())));
+    let dir = TempDir::new("moddir");
     let sysfs = dir.0.join("btf");
     std::fs::create_dir_all(&sysfs).unwrap();
     std::fs::copy(data("targets/base.btf"), sysfs.join("vmlinux")).unwrap();
@@ -105,7 +88,7 @@ fn a_module_directory_gives_what_naming_its_modules_gives() {
 
 #[test]
 fn module_btfs_are_read_only_when_the_kernel_lacks_a_candidate() {
-    let dir = Scratch(std::env::temp_dir().join(format!("btfgen-lazy-{}", std::process::id())));
+    let dir = TempDir::new("lazy");
     let sysfs = dir.0.join("btf");
     std::fs::create_dir_all(&sysfs).unwrap();
     let broken = sysfs.join("broken_module");
@@ -141,8 +124,7 @@ fn sysfs_vmlinux_takes_the_loaded_modules_unless_no_modules() {
         eprintln!("SKIP: /sys/kernel/btf/vmlinux not present");
         return;
     }
-    let dir = Scratch(std::env::temp_dir().join(format!("btfgen-sysfs-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new("sysfs");
     let out = dir.0.join("out.btf");
     let object = data("progs/task.bpf.o");
     let mut modules: Vec<PathBuf> = std::fs::read_dir(sysfs)

@@ -1,4 +1,5 @@
-//! Shared by the `btfgen batch` tests at scale (`batch_scale.rs`, `batch_faults.rs`): a
+//! Shared by the `btfgen batch` tests (`batch.rs`, and at scale `batch_scale.rs`,
+//! `batch_faults.rs`): the CLI helpers of `tests/support/cli.rs`, BTFHub-style packing, and a
 //! BTFHub-style tree of 60+ kernels built at test time from the fixture target BTFs, the
 //! running kernel's BTF where there is one, and variants written with the crate's `BtfWriter`
 //! that keep the relevant types (a copy, padding types appended) or change them (the last
@@ -6,12 +7,17 @@
 
 #![allow(dead_code)]
 
+#[path = "../support/cli.rs"]
+mod cli;
+
+// Each test binary uses its own part of this module (as of the rest, `dead_code` above).
+#[allow(unused_imports)]
+pub use cli::{BIN, TempDir, btfgen, data};
+
 use btfgen::btf::write::BtfWriter;
 use btfgen::btf::{Btf, TypeKind};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-pub const BIN: &str = env!("CARGO_BIN_EXE_btfgen");
 
 /// The objects every kernel of the tree is minimized for (`ambiguous` and `bitfields` fail on
 /// some targets: those kernels fail).
@@ -41,36 +47,8 @@ const SOURCES: [&str; 12] = [
     "ambiguous_id",
 ];
 
-pub fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
-
 pub fn objects() -> Vec<PathBuf> {
     OBJECTS.iter().map(|o| data(o)).collect()
-}
-
-/// A fresh directory under the system temp dir, removed when dropped.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("btfgen-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-pub fn btfgen<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
 }
 
 pub fn stderr(o: &Output) -> String {
@@ -96,7 +74,9 @@ pub fn batch_with(tree: &Path, out: &Path, extra: &[&str], objects: &[PathBuf]) 
     btfgen(&args)
 }
 
-/// `DIR/NAME.btf.tar.xz` holding `bytes` as `NAME.btf`, as BTFHub packs kernels.
+/// `DIR/NAME.btf.tar.xz` holding `bytes` as `NAME.btf`, as BTFHub packs kernels
+/// (`tar -cJf NAME.btf.tar.xz NAME.btf`, xz preset `level`), with the `tar` and `liblzma` crates
+/// the binary reads it with.
 pub fn pack(dir: &Path, name: &str, bytes: &[u8], level: u32) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join(format!("{name}.btf.tar.xz"));
