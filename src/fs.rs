@@ -51,26 +51,59 @@ const ELOOP: i32 = 40;
 /// the target's directory, renamed over the target; on failure the temporary file is removed
 /// and the target is untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
-    // Unique per process and call, so threads writing side by side never share a name.
+    write_then(path, bytes, durability, |tmp, path| {
+        std::fs::rename(tmp, path)
+    })
+}
+
+/// Write `bytes` to `path` atomically unless a file is already there, which is left as it is:
+/// for content-addressed stores, where a file at the path holds these very bytes. Unlike
+/// [`write_atomic`], writers racing for the same path never replace each other's file, so a
+/// hard link one of them made to it keeps naming the stored file.
+pub fn write_once(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
+    write_then(path, bytes, durability, |tmp, path| {
+        // link(2) never replaces an existing name, unlike rename(2).
+        match std::fs::hard_link(tmp, path) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+            _ => std::fs::remove_file(tmp),
+        }
+    })
+}
+
+/// A hidden name beside `path` for a file that is then moved over it, `.NAME.tmp.PID.N`: unique
+/// per process and call, so threads writing side by side never share one, and the process id
+/// tells a later run whether its writer is gone.
+pub fn temporary_path(path: &Path) -> io::Result<PathBuf> {
     static SEQUENCE: AtomicU32 = AtomicU32::new(0);
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    Ok(dir.join(format!(
+        ".{}.tmp.{}.{seq}",
+        name.to_string_lossy(),
+        std::process::id()
+    )))
+}
+
+/// Write `bytes` into a new temporary file beside `path` (after following symbolic links),
+/// then `publish` it at the resolved path; the temporary file is removed on failure.
+fn write_then(
+    path: &Path,
+    bytes: &[u8],
+    durability: Durability,
+    publish: impl FnOnce(&Path, &Path) -> io::Result<()>,
+) -> io::Result<()> {
     let path = &resolve_symlinks(path)?;
     let existing_mode = std::fs::metadata(path)
         .ok()
         .filter(|meta| meta.is_file())
         .map(|meta| meta.permissions().mode() & 0o7777);
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}.{seq}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let tmp = temporary_path(path)?;
     let result = (|| {
         // `create_new`: never follow or reuse a file someone else put there. The kernel applies
         // the umask to the 0666, as for `fopen`.
@@ -87,7 +120,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> io::Re
         if durability == Durability::Synced {
             file.sync_all()?;
         }
-        std::fs::rename(&tmp, path)
+        publish(&tmp, path)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);

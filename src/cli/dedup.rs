@@ -9,13 +9,12 @@
 //! under its final name; the temporary files a killed run leaves behind are hidden
 //! (`.NAME.tmp.PID.N`) and removed by the next run ([`remove_stale_temporaries`]).
 
-use super::{CliError, CliResult, context, write_atomic};
+use super::{CliError, CliResult, context, write_atomic, write_once};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Directory of the content-addressed outputs, under OUT.
 pub const BY_HASH: &str = "by-hash";
@@ -76,14 +75,16 @@ pub fn stored_path(hash: &str) -> PathBuf {
 /// at it. Both appear atomically; a failure leaves `OUT/rel` as it was.
 pub fn store(out: &Path, rel: &Path, hash: &str, bytes: &[u8], mode: LinkMode) -> CliResult<()> {
     let stored = out.join(stored_path(hash));
-    // Content-addressed: a file already there (written atomically) holds these bytes.
+    // Content-addressed: a file already there (written atomically) holds these bytes. Never
+    // replaced, not even by a worker racing to store the same bytes: a hard link made to the
+    // file before would then name a file no longer in the store.
     if !stored.is_file() {
         create_parent(&stored)?;
-        write_atomic(&stored, bytes)?;
+        write_once(&stored, bytes)?;
     }
     let link = out.join(rel);
     create_parent(&link)?;
-    let tmp = temporary_name(&link)?;
+    let tmp = btfgen::fs::temporary_path(&link).map_err(context(link.display()))?;
     let made = match mode {
         LinkMode::Symlink => std::os::unix::fs::symlink(relative_target(rel, hash), &tmp),
         LinkMode::Hardlink => std::fs::hard_link(&stored, &tmp),
@@ -112,22 +113,7 @@ fn create_parent(path: &Path) -> CliResult<()> {
     }
 }
 
-/// A hidden name next to `path` for a file that is renamed over it, unique per process and
-/// call, in the format [`remove_stale_temporaries`] recognizes.
-fn temporary_name(path: &Path) -> CliResult<PathBuf> {
-    static SEQUENCE: AtomicU32 = AtomicU32::new(0);
-    let name = path
-        .file_name()
-        .ok_or_else(|| CliError(format!("{}: not a file path", path.display())))?;
-    let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-    Ok(path.with_file_name(format!(
-        ".{}.tmp.{}.{seq}",
-        name.to_string_lossy(),
-        std::process::id()
-    )))
-}
-
-/// Remove, under `out`, the temporary files (`.NAME.tmp.PID.N`, of [`btfgen::fs::write_atomic`]
+/// Remove, under `out`, the temporary files (`.NAME.tmp.PID.N`, of [`btfgen::fs::temporary_path`]
 /// and [`store`]) of processes that no longer run: what a killed run leaves. Returns how many.
 pub fn remove_stale_temporaries(out: &Path) -> usize {
     let mut removed = 0;
@@ -388,7 +374,7 @@ mod tests {
 
     #[test]
     fn temporary_names_are_recognized_with_their_owner() {
-        let tmp = temporary_name(Path::new("a/b/5.4.0-1-generic.btf")).unwrap();
+        let tmp = btfgen::fs::temporary_path(Path::new("a/b/5.4.0-1-generic.btf")).unwrap();
         let name = tmp.file_name().unwrap().to_string_lossy().into_owned();
         assert_eq!(temporary_owner(&name), Some(std::process::id()));
         // write_atomic's names, same format.

@@ -100,6 +100,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult<()> {
     btfgen::fs::write_atomic(path, bytes, Durability::Unsynced).map_err(context(path.display()))
 }
 
+/// As [`write_atomic`], but a file already at `path` is left as it is
+/// ([`btfgen::fs::write_once`]: content-addressed outputs).
+pub fn write_once(path: &Path, bytes: &[u8]) -> CliResult<()> {
+    input::check_inputs()?;
+    btfgen::fs::write_once(path, bytes, Durability::Unsynced).map_err(context(path.display()))
+}
+
 /// The bytes of a run's target BTFs: the main BTF, its base when it is split, and module BTFs
 /// split on it.
 pub struct TargetFiles {
