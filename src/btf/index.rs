@@ -558,13 +558,22 @@ mod tests {
     }
 
     fn check_index(types: &[u8], endian: Endianness, records: &[(usize, u32)]) -> TypeIndex {
+        check_index_with(types, endian, records, None)
+    }
+
+    fn check_index_with(
+        types: &[u8],
+        endian: Endianness,
+        records: &[(usize, u32)],
+        layout: Option<&Layout>,
+    ) -> TypeIndex {
         // Keep every record whose kind is FUNC: the walk's scan must find exactly those.
         let is_func = |info: u32| (info >> 24) & 0x1f == Kind::Func as u32;
         let keep = Keep {
             kinds: KindSet::EMPTY.with(Kind::Func).with(Kind::Ptr),
             test: |_, info| is_func(info),
         };
-        let (index, kept) = TypeIndex::build(types, endian, 1, &keep, None).unwrap();
+        let (index, kept) = TypeIndex::build(types, endian, 1, &keep, layout).unwrap();
         let funcs: Vec<u32> = (0..records.len() as u32)
             .filter(|&i| is_func(records[i as usize].1))
             .collect();
@@ -602,6 +611,75 @@ mod tests {
                 let index = check_index(&types, endian, &records);
                 assert_eq!(index.segments.len(), LANES, "seed {seed}: lanes not used");
             }
+        }
+    }
+
+    /// A layout section of Linux 7.1's entries plus kinds 20 (4 bytes, 8 per entry), 21 (none)
+    /// and 22 (4 per entry).
+    fn layout_with_unknown_kinds(endian: Endianness) -> Layout {
+        let mut bytes = Vec::new();
+        for raw in 0..20 {
+            let (len, per_entry) = RECORD_LAYOUT[raw];
+            bytes.extend([len.saturating_sub(TYPE_HEADER_LEN as u8), per_entry, 0, 0]);
+        }
+        bytes.extend([4, 8, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0]);
+        Layout::parse(&bytes, endian).unwrap()
+    }
+
+    /// `section(seed, count)` with a record of kind 20, 21 or 22 (cycling, sized as
+    /// [`layout_with_unknown_kinds`] says) before every `every`-th record.
+    fn section_with_unknown(
+        seed: u64,
+        count: usize,
+        every: usize,
+        endian: Endianness,
+    ) -> (Vec<u8>, Vec<(usize, u32)>) {
+        let (known, known_records) = section(seed, count, endian);
+        let (mut bytes, mut records) = (Vec::new(), Vec::new());
+        for (i, &(pos, info)) in known_records.iter().enumerate() {
+            if i % every == every / 2 {
+                let raw = 20 + (i / every % 3) as u32;
+                let vlen = (i % 5) as u32;
+                let extra = [4 + 8 * vlen, 0, 4 * vlen][raw as usize - 20];
+                let info = raw << 24 | vlen;
+                records.push((bytes.len(), info));
+                for word in [7, info, 9]
+                    .into_iter()
+                    .chain((0..extra / 4).map(|w| w ^ info))
+                {
+                    bytes.extend_from_slice(&endian.write_u32(word));
+                }
+            }
+            let end = known_records.get(i + 1).map_or(known.len(), |r| r.0);
+            records.push((bytes.len(), info));
+            bytes.extend_from_slice(&known[pos..end]);
+        }
+        (bytes, records)
+    }
+
+    #[test]
+    fn unknown_kinds_are_walked_with_the_layout() {
+        for endian in [Endianness::Little, Endianness::Big] {
+            let layout = layout_with_unknown_kinds(endian);
+            let (types, records) = section_with_unknown(3, 9000, 97, endian);
+            assert!(types.len() >= LANES_MIN_LEN);
+            let index = check_index_with(&types, endian, &records, Some(&layout));
+            assert!(index.has_unknown_kinds());
+            // Without the layout, the first unknown record is an error naming it.
+            let err = TypeIndex::build(&types, endian, 1, &NOTHING, None).unwrap_err();
+            let first = records.iter().position(|r| r.1 >> 24 >= 20).unwrap();
+            assert_eq!(
+                err,
+                Error::UnknownKind {
+                    id: first as u32 + 1,
+                    kind: 20
+                }
+            );
+            // A layout describing kinds no record has changes nothing: the lanes still run.
+            let (plain, plain_records) = section(3, 9000, endian);
+            let index = check_index_with(&plain, endian, &plain_records, Some(&layout));
+            assert!(!index.has_unknown_kinds());
+            assert_eq!(index.segments.len(), LANES);
         }
     }
 
