@@ -618,8 +618,7 @@ mod tests {
     /// and 22 (4 per entry).
     fn layout_with_unknown_kinds(endian: Endianness) -> Layout {
         let mut bytes = Vec::new();
-        for raw in 0..20 {
-            let (len, per_entry) = RECORD_LAYOUT[raw];
+        for &(len, per_entry) in &RECORD_LAYOUT[..20] {
             bytes.extend([len.saturating_sub(TYPE_HEADER_LEN as u8), per_entry, 0, 0]);
         }
         bytes.extend([4, 8, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0]);
