@@ -396,3 +396,267 @@ fn a_known_type_referring_to_an_unknown_one_is_invalid() {
         .expect("the PTR fails when read");
     assert!(lazy.skip_mods_and_typedefs(ptr_id).is_err());
 }
+
+/// The fields fixture as Linux 7.1 would write it (types, 80-byte layout, strings), with its
+/// section lengths.
+fn fields_7_1() -> (Vec<u8>, u32, u32) {
+    let raw = RawBtf::parse(&read("targets/btf__fields.btf"));
+    let bytes = raw.to_bytes(Some(&LAYOUT_7_1));
+    (bytes, raw.types.len() as u32, raw.strings.len() as u32)
+}
+
+fn set(blob: &mut [u8], at: usize, value: u32) {
+    blob[at..at + 4].copy_from_slice(&value.to_le_bytes());
+}
+
+/// What a malformed input must give.
+#[derive(Debug)]
+enum Expect {
+    /// `Error::BadHeader` whose reason contains this text.
+    Header(&'static str),
+    /// `Error::BadLayout` for this kind.
+    Layout(u32),
+    /// `Error::BadType` for this id whose reason contains this text.
+    Type(u32, &'static str),
+    /// `Error::UnknownKind`.
+    Unknown(u32, u32),
+    /// Parses, with as many types as the fixture.
+    Parses,
+}
+
+#[test]
+fn malformed_headers_and_layout_sections_give_clear_errors() {
+    use Expect::*;
+    let (good, t, s) = fields_7_1();
+    let l = 80u32;
+    let types = |blob: &[u8]| blob[32..32 + t as usize].to_vec();
+    let strings = |blob: &[u8]| blob[(32 + t + l) as usize..].to_vec();
+    let layout = |blob: &[u8]| blob[(32 + t) as usize..(32 + t + l) as usize].to_vec();
+    // Types, strings (NUL-padded to keep the layout aligned), layout: the other order the
+    // kernel accepts.
+    let s4 = s.next_multiple_of(4);
+    let reordered = |blob: &[u8], extra: &[u8]| {
+        let mut out = blob[..32].to_vec();
+        out.extend(types(blob));
+        out.extend(strings(blob));
+        out.resize(out.len() + (s4 - s) as usize, 0);
+        out.extend(layout(blob));
+        out.extend(extra);
+        set(&mut out, 16, t);
+        set(&mut out, 20, s4);
+        set(&mut out, 24, t + s4);
+        out
+    };
+    // The header grown to `len` bytes, the extra bytes `fill`.
+    let longer = |len: u32, fill: u8| {
+        let mut out = good[..32].to_vec();
+        out.resize(len as usize, fill);
+        out.extend(&good[32..]);
+        set(&mut out, 4, len);
+        out
+    };
+    let mutated = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut b = good.clone();
+        f(&mut b);
+        b
+    };
+    let info_of_first = 32 + 4;
+    let info = u32::from_le_bytes(good[info_of_first..info_of_first + 4].try_into().unwrap());
+    let cases: Vec<(&str, Vec<u8>, Expect)> = vec![
+        ("as written by 7.1", good.clone(), Parses),
+        ("types, strings, layout", reordered(&good, &[]), Parses),
+        (
+            "empty layout section, offset ignored",
+            mutated(&|b| {
+                set(b, 16, t);
+                set(b, 24, 0xdead_beef);
+                set(b, 28, 0);
+                b.drain((32 + t) as usize..(32 + t + l) as usize);
+            }),
+            Parses,
+        ),
+        (
+            "header of 28 bytes",
+            mutated(&|b| set(b, 4, 28)),
+            Header("tail"),
+        ),
+        (
+            "header of 36 bytes, zero tail",
+            longer(36, 0),
+            Header("unsupported header length"),
+        ),
+        (
+            "header of 40 bytes, non-zero tail",
+            longer(40, 1),
+            Header("tail"),
+        ),
+        (
+            "layout misaligned",
+            mutated(&|b| set(b, 24, t + 2)),
+            Header("4-byte aligned"),
+        ),
+        (
+            "layout length 78",
+            mutated(&|b| set(b, 28, 78)),
+            Header("multiple"),
+        ),
+        (
+            "layout inside the types",
+            mutated(&|b| set(b, 24, t - 4)),
+            Header("overlaps the type"),
+        ),
+        (
+            "strings inside the layout",
+            mutated(&|b| {
+                set(b, 16, t + l - 4);
+                set(b, 20, s + 4);
+            }),
+            Header("overlaps the string"),
+        ),
+        (
+            "gap after the layout",
+            mutated(&|b| set(b, 28, l - 4)),
+            Header("does not follow the layout"),
+        ),
+        (
+            "layout after strings, overlapping them",
+            {
+                let mut b = reordered(&good, &[]);
+                set(&mut b, 24, t + s4 - 4);
+                b
+            },
+            Header("overlaps the string"),
+        ),
+        (
+            "layout past the end",
+            {
+                let mut b = reordered(&good, &[]);
+                set(&mut b, 28, l + 4);
+                b
+            },
+            Header("past end"),
+        ),
+        (
+            "data after the layout",
+            reordered(&good, &[0; 4]),
+            Header("data after the layout"),
+        ),
+        (
+            "neither section after the types",
+            mutated(&|b| {
+                set(b, 16, t + 4);
+                set(b, 24, t + 4 + s4);
+            }),
+            Header("neither"),
+        ),
+        (
+            "layout flags",
+            mutated(&|b| b[(32 + t + 4 * 5 + 2) as usize] = 1),
+            Layout(5),
+        ),
+        (
+            "STRUCT entry with 8-byte members",
+            mutated(&|b| b[(32 + t + 4 * 4 + 1) as usize] = 8),
+            Layout(4),
+        ),
+        (
+            "UNKN entry sized",
+            mutated(&|b| b[(32 + t) as usize] = 4),
+            Layout(0),
+        ),
+        (
+            "33 entries",
+            {
+                let raw = RawBtf::parse(&read("targets/btf__fields.btf"));
+                let mut entries = LAYOUT_7_1.to_vec();
+                entries.resize(33, (0, 0));
+                raw.to_bytes(Some(&entries))
+            },
+            Layout(32),
+        ),
+        (
+            "known type with info bit 16",
+            mutated(&|b| set(b, info_of_first, info | 1 << 16)),
+            Type(1, "unused"),
+        ),
+        (
+            "known type with info bit 29",
+            mutated(&|b| set(b, info_of_first, info | 1 << 29)),
+            Type(1, "unused"),
+        ),
+        (
+            "undescribed kind 25",
+            mutated(&|b| set(b, info_of_first, 25 << 24)),
+            Unknown(1, 25),
+        ),
+    ];
+    let with_20 = |info_bits: u32| {
+        let mut raw = RawBtf::parse(&read("targets/btf__fields.btf"));
+        raw.insert_unknown(0, 1, 20, 1, 12 + 4 + 8, None);
+        let mut b = raw.to_bytes(Some(&layout_with_unknown()));
+        set(&mut b, 32 + 4, 20 << 24 | 1 | info_bits);
+        b
+    };
+    let cases = cases.into_iter().chain([
+        ("unknown kind 20", with_20(0), Parses),
+        ("unknown kind 20, kind_flag", with_20(1 << 31), Parses),
+        (
+            "unknown kind 20, info bit 23",
+            with_20(1 << 23),
+            Type(1, "unused"),
+        ),
+    ]);
+    let count = Btf::parse(&read("targets/btf__fields.btf"))
+        .unwrap()
+        .type_cnt();
+    for (what, blob, expect) in cases {
+        let got = Btf::parse(&blob);
+        let ok = match (&got, &expect) {
+            (Ok(btf), Parses) => btf.type_cnt() == count || btf.type_cnt() == count + 1,
+            (Err(Error::BadHeader(r)), Header(text)) => r.contains(text),
+            (Err(Error::BadLayout { kind, .. }), Layout(want)) => kind == want,
+            (Err(Error::BadType { id, reason }), Type(want, text)) => {
+                id == want && reason.contains(text)
+            }
+            (Err(Error::UnknownKind { id, kind }), Unknown(i, k)) => (id, kind) == (i, k),
+            _ => false,
+        };
+        assert!(
+            ok,
+            "{what}: expected {expect:?}, got {:?}",
+            got.map(|b| b.type_cnt())
+        );
+        // Every error reads clearly: says BTF and what is wrong.
+        if let Err(e) = got {
+            assert!(e.to_string().contains("BTF"), "{what}: {e}");
+        }
+    }
+}
+
+#[test]
+fn big_endian_layout_sections_are_read_in_their_byte_order() {
+    let raw = RawBtf::parse(&read("targets/btf__enums_be.btf"));
+    assert!(raw.big_endian);
+    let good = raw.to_bytes(Some(&layout_with_unknown()));
+    assert!(Btf::parse(&good).is_ok());
+    let layout_at = 32 + raw.types.len();
+    // Flags are a big-endian u16: its low byte is the entry's last.
+    let mut flags = good.clone();
+    flags[layout_at + 4 * 21 + 3] = 1;
+    assert!(matches!(
+        Btf::parse(&flags),
+        Err(Error::BadLayout { kind: 21, .. })
+    ));
+    let mut unknown = raw.clone();
+    unknown.insert_unknown(1, 1, 22, 3, 12 + 3 * 4, Some("be_unknown"));
+    let bytes = unknown.to_bytes(Some(&layout_with_unknown()));
+    let btf = Btf::parse(&bytes).unwrap();
+    assert!(btf.is_unknown_kind(2));
+    assert_eq!(
+        btf.type_cnt(),
+        Btf::parse(&read("targets/btf__enums_be.btf"))
+            .unwrap()
+            .type_cnt()
+            + 1
+    );
+}
