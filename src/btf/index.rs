@@ -231,7 +231,8 @@ impl TypeIndex {
             // The lanes know only btfgen's kinds: one walk, sized by the layout.
             let mut pos = 0;
             for index in 0..self.count {
-                let (len, info) = record_in(types, pos, endian, Some(layout)).ok_or(changed())?;
+                let (len, info) =
+                    record_in(types, pos, endian, Some(layout)).ok_or_else(changed)?;
                 visit(index, pos, info)?;
                 pos += len;
             }
@@ -254,7 +255,7 @@ impl TypeIndex {
             visit(firsts[lane] + local, pos, info)
         })?;
         // The index was built from these bytes, so every walk ends where it should.
-        walked.map(drop).ok_or(changed())
+        walked.map(drop).ok_or_else(changed)
     }
 
     /// Record index of checkpoint `at`.
