@@ -16,10 +16,10 @@ use object::endian::{Endian, Endianness};
 
 /// Length of the smallest header the kernel accepts (magic through str_len).
 const MIN_HEADER_LEN: usize = 24;
-/// Why a type of a kind btfgen does not know cannot be read (its record is skipped).
-pub(super) const SKIPPED: &str = "kind unknown to btfgen (skipped by its layout section entry)";
 /// Length of Linux 7.1's header, which adds `layout_off` and `layout_len`.
 const LAYOUT_HEADER_LEN: usize = 32;
+/// Why a type of a kind btfgen does not know cannot be read (its record is skipped).
+pub(super) const SKIPPED: &str = "kind unknown to btfgen (skipped by its layout section entry)";
 
 /// The raw BTF bytes in `data`: `data` itself, or its `.BTF` section when it is an ELF file.
 pub(super) fn btf_bytes(data: &[u8]) -> Result<&[u8]> {
@@ -169,6 +169,7 @@ fn check_sections(header: &Header, body: usize) -> Result<()> {
     )
 }
 
+/// What is wrong when the string section is the last and the blob goes on.
 const AFTER_STRINGS: &str = "data after the string section";
 
 /// The last section, at `off` with `len` bytes, must end exactly where the blob does (else
