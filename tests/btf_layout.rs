@@ -660,3 +660,69 @@ fn big_endian_layout_sections_are_read_in_their_byte_order() {
             + 1
     );
 }
+
+#[test]
+fn btfgen_dump_prints_unknown_kinds_in_place() {
+    let raw = RawBtf::parse(&read("targets/btf__example_kernel.btf"));
+    let n = raw.records.len();
+    let bytes =
+        with_unknown(&raw, 1, &positions(n), true, drop).to_bytes(Some(&layout_with_unknown()));
+    let dir = temp_dir("dump");
+    let file = dir.join("unknown.btf");
+    std::fs::write(&file, bytes).unwrap();
+    let run = Command::new(BTFGEN)
+        .arg("dump")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out = String::from_utf8(run.stdout).unwrap();
+    let types: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(types.len(), n + 3);
+    // First, middle (after the first unknown and n / 2 originals), last.
+    let middle = n / 2 + 2;
+    assert_eq!(types[0], "[1] UNKNOWN 'unknown_kind_20' kind=20 vlen=2");
+    assert_eq!(
+        types[middle - 1],
+        format!("[{middle}] UNKNOWN 'unknown_kind_21' kind=21 vlen=0")
+    );
+    assert_eq!(
+        types[n + 2],
+        format!("[{}] UNKNOWN 'unknown_kind_22' kind=22 vlen=5", n + 3)
+    );
+    let plain = Command::new(BTFGEN)
+        .arg("dump")
+        .arg(fixtures::data_dir().join("targets/btf__example_kernel.btf"))
+        .output()
+        .unwrap();
+    let plain = String::from_utf8(plain.stdout).unwrap();
+    // The other types print in the same order, with the same kinds and names.
+    let kind_and_name = |line: &str| {
+        let rest = line.split_once("] ").map_or("", |(_, rest)| rest);
+        let quote = rest.find('\'').unwrap_or(0);
+        let end = rest[quote + 1..]
+            .find('\'')
+            .map_or(rest.len(), |e| quote + e + 2);
+        rest[..end].to_string()
+    };
+    let known: Vec<String> = types
+        .iter()
+        .filter(|l| !l.contains("UNKNOWN"))
+        .map(|l| kind_and_name(l))
+        .collect();
+    let before: Vec<String> = plain
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .map(kind_and_name)
+        .collect();
+    assert!(
+        known.contains(&"STRUCT 'task_struct'".to_string()),
+        "{known:?}"
+    );
+    assert_eq!(known, before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
