@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Seed the fuzz corpora (fuzz/corpus/TARGET/) from the committed fixtures in tests/data/.
 
-Raw BTF comes from targets/*.btf and from the .BTF sections of progs/*.o; .BTF.ext from the
-objects; whole objects for the object and pipeline targets. Targets whose first input byte
+Raw BTF comes from targets/*.btf and from the .BTF sections of progs/*.o, each also rewritten
+with Linux 7.1's 32-byte header and layout section, and with types of kinds btfgen does not
+know appended (sized by the layout section); .BTF.ext from the objects; whole objects for the object and pipeline targets. Targets whose first input byte
 selects a mode get one seed per mode. The structured target gets deterministic pseudo-random
 bytes (its generator makes valid BTF from any bytes). Existing corpus files are kept; seeds are
 named by content hash, so re-running is idempotent. Standard library only.
@@ -39,6 +40,38 @@ def elf_sections(data):
     return out
 
 
+# Linux 7.1's layout section entries for kinds 0..19: (info_sz, elem_sz).
+LAYOUT_7_1 = [(0, 0), (4, 0), (0, 0), (12, 0), (0, 12), (0, 12), (0, 8), (0, 0), (0, 0),
+              (0, 0), (0, 0), (0, 0), (0, 0), (0, 8), (4, 0), (0, 12), (0, 0), (4, 0),
+              (0, 0), (0, 12)]
+# Kinds btfgen does not know, as the seeds describe them: (kind, info_sz, elem_sz, vlen).
+UNKNOWN = [(20, 4, 8, 2), (21, 0, 0, 0), (23, 8, 4, 3)]
+
+
+def sections_of(btf):
+    """(byte order, type section, string section) of a raw BTF."""
+    e = "<" if btf[:2] == b"\x9f\xeb" else ">"
+    hdr_len, type_off, type_len, str_off, str_len = struct.unpack_from(e + "IIIII", btf, 4)
+    body = btf[hdr_len:]
+    return e, body[type_off:type_off + type_len], body[str_off:str_off + str_len]
+
+
+def with_layout(btf, unknown=()):
+    """`btf` with a 32-byte header and a layout section (between types and strings, as Linux
+    7.1 writes it), with a type of each `unknown` kind appended to its types."""
+    e, types, strs = sections_of(btf)
+    entries = list(LAYOUT_7_1)
+    for kind, info_sz, elem_sz, vlen in unknown:
+        entries += [(0, 0)] * (kind + 1 - len(entries))
+        entries[kind] = (info_sz, elem_sz)
+        extra = bytes((kind + i) & 0xff for i in range(info_sz + vlen * elem_sz))
+        types += struct.pack(e + "III", 0, kind << 24 | vlen, 0) + extra
+    layout = b"".join(struct.pack(e + "BBH", i, el, 0) for i, el in entries)
+    header = struct.pack(e + "HBBIIIIIII", 0xEB9F, 1, 0, 32, 0, len(types),
+                         len(types) + len(layout), len(strs), len(types), len(layout))
+    return header + types + layout + strs
+
+
 def add(target, payload):
     d = FUZZ / "corpus" / target
     d.mkdir(parents=True, exist_ok=True)
@@ -61,19 +94,30 @@ def main():
             add("btf_ext", bytes([int(big_endian)]) + sections[".BTF.ext"])
         add("btf_parse", b"\0" + data)  # an ELF: parse_with reads its .BTF
     for btf in raw_btf:
-        for mode in (0, 1):
-            add("btf_parse", bytes([mode]) + btf)
+        for variant in (btf, with_layout(btf), with_layout(btf, UNKNOWN)):
+            for mode in (0, 1):
+                add("btf_parse", bytes([mode]) + variant)
         if btf[:2] == b"\x9f\xeb":  # little-endian: btf_index takes a bare type section
-            hdr_len, type_off, type_len = struct.unpack_from("<III", btf, 4)
-            start = hdr_len + type_off
-            add("btf_index", btf[start : start + type_len])
-    add("btf_split", b"\0" + (DATA / "targets" / "module.btf").read_bytes())
-    add("btf_split", b"\1" + (DATA / "targets" / "base.btf").read_bytes())
+            _, types, _ = sections_of(btf)
+            add("btf_index", b"\0" + types)  # no layout section
+            # Layout entries for kinds 20..23 (the prefix), and types of those kinds.
+            sizes = {kind: (i, el) for kind, i, el, _ in UNKNOWN}
+            prefix = bytes([5]) + b"".join(bytes(sizes.get(k, (0, 0))) for k in range(20, 24))
+            _, types, _ = sections_of(with_layout(btf, UNKNOWN))
+            add("btf_index", prefix + types)
+    module = (DATA / "targets" / "module.btf").read_bytes()
+    base = (DATA / "targets" / "base.btf").read_bytes()
+    for split in (module, with_layout(module), with_layout(module, UNKNOWN)):
+        add("btf_split", b"\0" + split)
+    for base_variant in (base, with_layout(base), with_layout(base, UNKNOWN)):
+        add("btf_split", b"\1" + base_variant)
     for name in ("btf__fields", "btf__fields_flat", "btf__types", "btf__enums"):
         btf = (DATA / "targets" / f"{name}.btf").read_bytes()
-        for mode in (0, 2):
-            add("pipeline_target", bytes([mode]) + btf)
-    add("pipeline_target", b"\1" + (DATA / "targets" / "module.btf").read_bytes())
+        for variant in (btf, with_layout(btf, UNKNOWN)):
+            for mode in (0, 2):
+                add("pipeline_target", bytes([mode]) + variant)
+    add("pipeline_target", b"\1" + module)
+    add("pipeline_target", b"\1" + with_layout(module, UNKNOWN))
     rng = random.Random(0x5EED)
     for i in range(24):
         size = rng.choice([64, 512, 4096, 16384, 65536])

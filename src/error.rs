@@ -82,6 +82,20 @@ pub enum Error {
     },
     /// An argument passed by the caller is invalid.
     InvalidArgument(&'static str),
+    /// A type of a kind btfgen does not know, whose record length no layout section gives.
+    UnknownKind {
+        /// The type's id.
+        id: u32,
+        /// Its raw kind value.
+        kind: u32,
+    },
+    /// An entry of the BTF layout section is invalid.
+    BadLayout {
+        /// The raw kind value the entry describes (its index in the section).
+        kind: u32,
+        /// Why it is invalid.
+        reason: &'static str,
+    },
 }
 
 impl fmt::Display for Error {
@@ -123,6 +137,17 @@ impl fmt::Display for Error {
                 "CO-RE relocation #{relo}: candidates [{first}] and [{second}] match but disagree"
             ),
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+            Error::UnknownKind { id, kind } => write!(
+                f,
+                "invalid BTF type [{id}]: kind {kind} is unknown to btfgen, and no layout \
+                 section gives its length"
+            ),
+            Error::BadLayout { kind, reason } => {
+                write!(
+                    f,
+                    "invalid BTF layout section: entry for kind {kind}: {reason}"
+                )
+            }
         }
     }
 }

@@ -281,6 +281,8 @@ enum Expect {
     BadString(u32),
     /// `Error::Limit`.
     Limit,
+    /// `Error::UnknownKind` for this id and raw kind.
+    UnknownKind(u32, u32),
     /// Parses.
     Ok,
 }
@@ -294,6 +296,9 @@ fn check(what: &str, result: Result<Btf<'_>, Error>, expect: Expect) {
         (Err(Error::BadType { id, .. }), Expect::BadTypeIn(ids)) => ids.contains(id),
         (Err(Error::BadString { offset, .. }), Expect::BadString(want)) => *offset == want,
         (Err(Error::Limit { .. }), Expect::Limit) => true,
+        (Err(Error::UnknownKind { id, kind }), Expect::UnknownKind(want_id, want_kind)) => {
+            (*id, *kind) == (want_id, want_kind)
+        }
         _ => false,
     };
     let got = result.as_ref().map(|b| b.type_cnt());
@@ -437,9 +442,9 @@ fn cases(l: &Layout) -> Vec<Case<'_>> {
         row("enumerator name offset out of range", BadType(ENUM), move |b| set_u32(b, w(ENUM, 5), str_len)),
         row("param name offset out of range", BadType(PROTO), move |b| set_u32(b, w(PROTO, 3), 1 << 30)),
         // --- kinds and record bounds ---
-        row("unknown kind 20", BadType(PTR), |b| set_kind(b, l, PTR, 20)),
+        row("unknown kind 20", UnknownKind(PTR, 20), |b| set_kind(b, l, PTR, 20)),
         row("kind 0 (UNKN)", BadType(PTR), |b| set_kind(b, l, PTR, 0)),
-        row("kind 31", BadType(FLOAT), |b| set_kind(b, l, FLOAT, 31)),
+        row("kind 31", UnknownKind(FLOAT, 31), |b| set_kind(b, l, FLOAT, 31)),
         row("struct vlen 0xffff", Truncated(at(NODE)), |b| set_vlen(b, l, NODE, 0xffff)),
         row("enum vlen 0xffff", Truncated(at(ENUM)), |b| set_vlen(b, l, ENUM, 0xffff)),
         row("datasec vlen 0xffff", Truncated(at(DATASEC)), |b| set_vlen(b, l, DATASEC, 0xffff)),

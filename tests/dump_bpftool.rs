@@ -3,6 +3,9 @@
 //! base), on module BTF under /sys/kernel/btf/, and on crafted blobs covering the kinds and
 //! encodings vmlinux lacks. Tests that need bpftool skip loudly when it is not installed.
 
+#[path = "support/raw_btf.rs"]
+mod raw_btf;
+
 use btfgen::btf::write::BtfWriter;
 use btfgen::btf::{Btf, Endianness, Kind};
 use std::path::{Path, PathBuf};
@@ -120,6 +123,37 @@ fn vmlinux_matches_bpftool() {
         return;
     }
     assert_identical(&bpftool, Path::new(VMLINUX), None);
+}
+
+/// The real Linux 7.1 BTF, with its 32-byte header and layout section: the same 103,406
+/// types as bpftool prints.
+#[test]
+fn linux_7_1_btf_matches_bpftool() {
+    let file = write_temp("vmlinux-7.1.btf", &raw_btf::vmlinux_7_1());
+    let ours = btfgen_dump(&file, None).unwrap();
+    assert_eq!(ours.lines().filter(|l| l.starts_with('[')).count(), 103_406);
+    let Some(bpftool) = bpftool() else { return };
+    assert_identical(&bpftool, &file, None);
+}
+
+/// A split BTF of such a kernel: base and split each with their own 32-byte header and layout
+/// section.
+#[test]
+fn split_btf_with_layout_sections_matches_bpftool() {
+    let with_layout = |rel: &str, name: &str| {
+        let raw = raw_btf::RawBtf::parse(&std::fs::read(data_dir().join(rel)).unwrap());
+        write_temp(name, &raw.to_bytes(Some(&raw_btf::LAYOUT_7_1)))
+    };
+    let base = with_layout("targets/base.btf", "base-7.1.btf");
+    let module = with_layout("targets/module.btf", "module-7.1.btf");
+    let plain = btfgen_dump(
+        &data_dir().join("targets/module.btf"),
+        Some(&data_dir().join("targets/base.btf")),
+    );
+    assert_eq!(btfgen_dump(&module, Some(&base)), plain);
+    let Some(bpftool) = bpftool() else { return };
+    assert_identical(&bpftool, &base, None);
+    assert_identical(&bpftool, &module, Some(&base));
 }
 
 /// Module BTF is split on vmlinux; both tools pick vmlinux as its base without being told.

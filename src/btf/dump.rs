@@ -3,10 +3,14 @@
 //! followed by one tab-indented line per member, parameter, enumerator or section variable.
 //!
 //! Output goes to a `String` through `StringSink`, so a dump never aborts on out-of-memory;
-//! callers that stream (the CLI) dump type by type with [`dump_type`] and flush as they go.
+//! callers that stream (the CLI) dump entry by entry with [`dump_entry`] and flush as they go.
+//!
+//! A type of a kind btfgen does not know (skipped by the layout section) prints as
+//! `[id] UNKNOWN 'name' kind=N vlen=V`: bpftool names kind 0 `UNKNOWN`, and the raw kind and
+//! vlen are all that is known of it.
 
 use super::types::{Enum, Type, TypeKind};
-use super::{Btf, Kind};
+use super::{Btf, Entry, Kind, UnknownType};
 use crate::error::Result;
 use crate::fallible::StringSink;
 use alloc::string::String;
@@ -16,10 +20,34 @@ use core::fmt::{self, Write};
 /// part's types, numbered from the base's type count, as `bpftool btf dump file FILE
 /// [--base-btf BASE]` prints them.
 pub fn dump(btf: &Btf<'_>, out: &mut String) -> Result<()> {
-    for ty in btf.types() {
-        dump_type(btf, &ty?, out)?;
+    for entry in btf.entries() {
+        dump_entry(btf, &entry?, out)?;
     }
     Ok(())
+}
+
+/// Append the dump of `entry` (of `btf`) to `out`, newline-terminated.
+pub fn dump_entry(btf: &Btf<'_>, entry: &Entry<'_>, out: &mut String) -> Result<()> {
+    match entry {
+        Entry::Type(ty) => dump_type(btf, ty, out),
+        Entry::Unknown(unknown) => {
+            let mut sink = StringSink::new(out);
+            // As in `dump_type`: only the sink's failed reservation can fail the write.
+            let _ = write_unknown(btf, unknown, &mut sink);
+            sink.finish()
+        }
+    }
+}
+
+fn write_unknown(btf: &Btf<'_>, ty: &UnknownType, w: &mut StringSink<'_>) -> fmt::Result {
+    writeln!(
+        w,
+        "[{}] UNKNOWN '{}' kind={} vlen={}",
+        ty.id,
+        name(btf, ty.name_off),
+        ty.kind,
+        ty.vlen
+    )
 }
 
 /// Append the dump of `ty` (a type of `btf` or of its base) to `out`, newline-terminated.

@@ -12,7 +12,12 @@
 //!   which many records decode plausibly), each guess is proven by the lane before it ending
 //!   exactly there; if any is not, or any lane meets an invalid record, the section is walked
 //!   again from the start alone, which also finds the exact first error.
+//!
+//! Records of kinds btfgen does not know are sized by the BTF's layout section ([`Layout`]).
+//! The fast walks know only btfgen's kinds, so they fail on such a record and the section is
+//! walked alone with the layout; an index that holds one keeps the layout, and walks with it.
 
+use super::layout::{Layout, UNUSED_INFO_BITS};
 use super::{Endianness, KindSet, MAX_TYPE_ID};
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -86,6 +91,27 @@ pub(super) fn record_at<E: Endian>(types: &[u8], pos: usize, endian: E) -> Optio
     (types.len() - pos >= len).then_some((len, info))
 }
 
+/// [`record_at`], also sizing the kinds btfgen does not know by `layout`, if given.
+#[inline(always)]
+fn record_in<E: Endian>(
+    types: &[u8],
+    pos: usize,
+    endian: E,
+    layout: Option<&Layout>,
+) -> Option<(usize, u32)> {
+    record_at(types, pos, endian).or_else(|| {
+        let b = types.get(pos + 4..pos + 8)?;
+        let info = endian.read_u32([b[0], b[1], b[2], b[3]]);
+        let len = layout?.record_len(info)?;
+        (types.len() - pos >= len).then_some((len, info))
+    })
+}
+
+/// Whether raw kind `raw` is one btfgen knows.
+fn is_known(raw: u32) -> bool {
+    RECORD_LAYOUT[(raw & 0x1f) as usize].0 != 0
+}
+
 /// Which records a build also picks out: those of `kinds` (a bit test in the walk's loop) for
 /// which `test(pos, info)` holds (called for those kinds only).
 pub(super) struct Keep<F> {
@@ -111,22 +137,54 @@ pub(super) struct TypeIndex {
     segments: heapless::Vec<(u32, u32), LANES>,
     /// Number of records.
     count: u32,
+    /// The layout section, kept only when a record is of a kind btfgen does not know: walks
+    /// then size records with it.
+    layout: Option<Layout>,
 }
 
 impl TypeIndex {
     /// Index `types` (whose first record has id `start_id`), checking every record's kind and
     /// bounds. Also returns, in order, the index of every record `keep` keeps: a scan done by
     /// the same walk.
+    /// `layout` sizes the records of kinds btfgen does not know; without it they are errors.
     pub(super) fn build<F: Fn(usize, u32) -> bool>(
         types: &[u8],
         endian: Endianness,
         start_id: u32,
         keep: &Keep<F>,
+        layout: Option<&Layout>,
     ) -> Result<(TypeIndex, Vec<u32>)> {
         match endian {
-            Endianness::Little => build_in(types, LittleEndian, start_id, keep),
-            Endianness::Big => build_in(types, BigEndian, start_id, keep),
+            Endianness::Little => build_in(types, LittleEndian, start_id, keep, layout),
+            Endianness::Big => build_in(types, BigEndian, start_id, keep, layout),
         }
+    }
+
+    /// Whether some record is of a kind btfgen does not know (skipped by the layout section).
+    pub(super) fn has_unknown_kinds(&self) -> bool {
+        self.layout.is_some()
+    }
+
+    /// `(length, info)` of the record at `pos`, which the index was built over.
+    #[inline]
+    pub(super) fn record(
+        &self,
+        types: &[u8],
+        endian: Endianness,
+        pos: usize,
+    ) -> Option<(usize, u32)> {
+        record_in(types, pos, endian, self.layout.as_ref())
+    }
+
+    /// Why the record of `id` at `pos` does not decode ([`TypeIndex::record`] gave `None`).
+    pub(super) fn bad_record(
+        &self,
+        types: &[u8],
+        endian: Endianness,
+        pos: usize,
+        id: u32,
+    ) -> Error {
+        bad_record(types, pos, endian, id, self.layout.as_ref())
     }
 
     /// Number of records.
@@ -144,7 +202,7 @@ impl TypeIndex {
         let at = base as usize + (local / STRIDE) as usize;
         let mut pos = *self.checkpoints.get(at)? as usize;
         for _ in 0..local % STRIDE {
-            pos += record_at(types, pos, endian)?.0;
+            pos += self.record(types, endian, pos)?.0;
         }
         Some(pos)
     }
@@ -169,6 +227,17 @@ impl TypeIndex {
         endian: E,
         mut visit: impl FnMut(u32, usize, u32) -> Result<()>,
     ) -> Result<()> {
+        if let Some(layout) = &self.layout {
+            // The lanes know only btfgen's kinds: one walk, sized by the layout.
+            let mut pos = 0;
+            for index in 0..self.count {
+                let (len, info) =
+                    record_in(types, pos, endian, Some(layout)).ok_or_else(changed)?;
+                visit(index, pos, info)?;
+                pos += len;
+            }
+            return Ok(());
+        }
         // Lane k starts at an evenly spaced checkpoint and runs to the next lane's start.
         let cuts = self.checkpoints.len();
         let mut starts = [types.len(); LANES];
@@ -186,10 +255,7 @@ impl TypeIndex {
             visit(firsts[lane] + local, pos, info)
         })?;
         // The index was built from these bytes, so every walk ends where it should.
-        walked.map(drop).ok_or(Error::BadType {
-            id: 0,
-            reason: "type section changed after indexing",
-        })
+        walked.map(drop).ok_or_else(changed)
     }
 
     /// Record index of checkpoint `at`.
@@ -205,6 +271,14 @@ impl TypeIndex {
     }
 }
 
+/// A walk over an indexed section failed: only if the bytes changed since.
+fn changed() -> Error {
+    Error::BadType {
+        id: 0,
+        reason: "type section changed after indexing",
+    }
+}
+
 type Built = (TypeIndex, Vec<u32>);
 
 fn build_in<E: Endian, F: Fn(usize, u32) -> bool>(
@@ -212,6 +286,7 @@ fn build_in<E: Endian, F: Fn(usize, u32) -> bool>(
     endian: E,
     start_id: u32,
     keep: &Keep<F>,
+    layout: Option<&Layout>,
 ) -> Result<Built> {
     if types.len() >= LANES_MIN_LEN
         && let Some(built) = build_lanes(types, endian, keep)?
@@ -221,7 +296,7 @@ fn build_in<E: Endian, F: Fn(usize, u32) -> bool>(
         }
         return Ok(built);
     }
-    build_sequential(types, endian, start_id, keep)
+    build_sequential(types, endian, start_id, keep, layout)
 }
 
 fn type_count_limit() -> Error {
@@ -231,26 +306,30 @@ fn type_count_limit() -> Error {
     }
 }
 
-/// The reference walk: one record after another, failing at the first bad one.
+/// The reference walk: one record after another, failing at the first bad one; records of
+/// kinds btfgen does not know sized by `layout`.
 fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
     types: &[u8],
     endian: E,
     start_id: u32,
     keep: &Keep<F>,
+    layout: Option<&Layout>,
 ) -> Result<Built> {
     let mut kept = Vec::new();
     let mut checkpoints =
         fallible::vec_with_capacity(types.len() / TYPE_HEADER_LEN / STRIDE as usize + 1)?;
     let mut pos = 0usize;
     let mut count = 0u32;
+    let mut unknown_kinds = false;
     while pos + 8 <= types.len() {
         let id = start_id.saturating_add(count);
         if id > MAX_TYPE_ID {
             return Err(type_count_limit());
         }
-        let Some((len, info)) = record_at(types, pos, endian) else {
-            return Err(bad_record(types, pos, endian, id));
+        let Some((len, info)) = record_in(types, pos, endian, layout) else {
+            return Err(bad_record(types, pos, endian, id, layout));
         };
+        unknown_kinds |= !is_known(info >> 24);
         if keep.keeps(pos, info) {
             fallible::push(&mut kept, count)?;
         }
@@ -274,19 +353,36 @@ fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
         checkpoints,
         segments,
         count,
+        layout: if unknown_kinds { layout.copied() } else { None },
     };
     Ok((index, kept))
 }
 
-/// Why the record at `pos` does not decode ([`record_at`] gave `None`).
-pub(super) fn bad_record<E: Endian>(types: &[u8], pos: usize, endian: E, id: u32) -> Error {
-    let raw_kind = types.get(pos + 4..pos + 8).map_or(0, |b| {
-        (endian.read_u32([b[0], b[1], b[2], b[3]]) >> 24) & 0x1f
-    });
-    if RECORD_LAYOUT[raw_kind as usize].0 == 0 {
+/// Why the record at `pos` does not decode ([`record_in`] with `layout` gave `None`).
+fn bad_record<E: Endian>(
+    types: &[u8],
+    pos: usize,
+    endian: E,
+    id: u32,
+    layout: Option<&Layout>,
+) -> Error {
+    let info = types
+        .get(pos + 4..pos + 8)
+        .map_or(0, |b| endian.read_u32([b[0], b[1], b[2], b[3]]));
+    let raw_kind = (info >> 24) & 0x1f;
+    let described = layout.is_some_and(|l| l.describes(raw_kind));
+    if raw_kind == 0 {
+        // BTF_KIND_UNKN names no kind at all: never a record, layout or not.
         Error::BadType {
             id,
             reason: "unknown kind",
+        }
+    } else if !is_known(raw_kind) && !described {
+        Error::UnknownKind { id, kind: raw_kind }
+    } else if described && info & UNUSED_INFO_BITS != 0 {
+        Error::BadType {
+            id,
+            reason: "info bits unused up to Linux 7.1 (16..23, 29..30) are set",
         }
     } else {
         Error::Truncated {
@@ -346,6 +442,7 @@ fn build_lanes<E: Endian, F: Fn(usize, u32) -> bool>(
         checkpoints,
         segments,
         count: first,
+        layout: None,
     };
     Ok(Some((index, kept)))
 }
@@ -462,13 +559,22 @@ mod tests {
     }
 
     fn check_index(types: &[u8], endian: Endianness, records: &[(usize, u32)]) -> TypeIndex {
+        check_index_with(types, endian, records, None)
+    }
+
+    fn check_index_with(
+        types: &[u8],
+        endian: Endianness,
+        records: &[(usize, u32)],
+        layout: Option<&Layout>,
+    ) -> TypeIndex {
         // Keep every record whose kind is FUNC: the walk's scan must find exactly those.
         let is_func = |info: u32| (info >> 24) & 0x1f == Kind::Func as u32;
         let keep = Keep {
             kinds: KindSet::EMPTY.with(Kind::Func).with(Kind::Ptr),
             test: |_, info| is_func(info),
         };
-        let (index, kept) = TypeIndex::build(types, endian, 1, &keep).unwrap();
+        let (index, kept) = TypeIndex::build(types, endian, 1, &keep, layout).unwrap();
         let funcs: Vec<u32> = (0..records.len() as u32)
             .filter(|&i| is_func(records[i as usize].1))
             .collect();
@@ -509,6 +615,74 @@ mod tests {
         }
     }
 
+    /// A layout section of Linux 7.1's entries plus kinds 20 (4 bytes, 8 per entry), 21 (none)
+    /// and 22 (4 per entry).
+    fn layout_with_unknown_kinds(endian: Endianness) -> Layout {
+        let mut bytes = Vec::new();
+        for &(len, per_entry) in &RECORD_LAYOUT[..20] {
+            bytes.extend([len.saturating_sub(TYPE_HEADER_LEN as u8), per_entry, 0, 0]);
+        }
+        bytes.extend([4, 8, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0]);
+        Layout::parse(&bytes, endian).unwrap()
+    }
+
+    /// `section(seed, count)` with a record of kind 20, 21 or 22 (cycling, sized as
+    /// [`layout_with_unknown_kinds`] says) before every `every`-th record.
+    fn section_with_unknown(
+        seed: u64,
+        count: usize,
+        every: usize,
+        endian: Endianness,
+    ) -> (Vec<u8>, Vec<(usize, u32)>) {
+        let (known, known_records) = section(seed, count, endian);
+        let (mut bytes, mut records) = (Vec::new(), Vec::new());
+        for (i, &(pos, info)) in known_records.iter().enumerate() {
+            if i % every == every / 2 {
+                let raw = 20 + (i / every % 3) as u32;
+                let vlen = (i % 5) as u32;
+                let extra = [4 + 8 * vlen, 0, 4 * vlen][raw as usize - 20];
+                let info = raw << 24 | vlen;
+                records.push((bytes.len(), info));
+                for word in [7, info, 9]
+                    .into_iter()
+                    .chain((0..extra / 4).map(|w| w ^ info))
+                {
+                    bytes.extend_from_slice(&endian.write_u32(word));
+                }
+            }
+            let end = known_records.get(i + 1).map_or(known.len(), |r| r.0);
+            records.push((bytes.len(), info));
+            bytes.extend_from_slice(&known[pos..end]);
+        }
+        (bytes, records)
+    }
+
+    #[test]
+    fn unknown_kinds_are_walked_with_the_layout() {
+        for endian in [Endianness::Little, Endianness::Big] {
+            let layout = layout_with_unknown_kinds(endian);
+            let (types, records) = section_with_unknown(3, 9000, 97, endian);
+            assert!(types.len() >= LANES_MIN_LEN);
+            let index = check_index_with(&types, endian, &records, Some(&layout));
+            assert!(index.has_unknown_kinds());
+            // Without the layout, the first unknown record is an error naming it.
+            let err = TypeIndex::build(&types, endian, 1, &NOTHING, None).unwrap_err();
+            let first = records.iter().position(|r| r.1 >> 24 >= 20).unwrap();
+            assert_eq!(
+                err,
+                Error::UnknownKind {
+                    id: first as u32 + 1,
+                    kind: 20
+                }
+            );
+            // A layout describing kinds no record has changes nothing: the lanes still run.
+            let (plain, plain_records) = section(3, 9000, endian);
+            let index = check_index_with(&plain, endian, &plain_records, Some(&layout));
+            assert!(!index.has_unknown_kinds());
+            assert_eq!(index.segments.len(), LANES);
+        }
+    }
+
     #[test]
     fn small_sections_are_walked_alone() {
         let (types, records) = section(99, 100, Endianness::Little);
@@ -524,7 +698,7 @@ mod tests {
             let mut bad = types.clone();
             let (pos, _) = records[at];
             bad[pos + 7] = 0; // kind 0 (UNKN)
-            let err = TypeIndex::build(&bad, endian, 1, &NOTHING).unwrap_err();
+            let err = TypeIndex::build(&bad, endian, 1, &NOTHING, None).unwrap_err();
             let reason = "unknown kind";
             assert_eq!(
                 err,
@@ -537,7 +711,7 @@ mod tests {
         }
         let truncated = &types[..types.len() - 4];
         let (last, _) = records[records.len() - 1];
-        let err = TypeIndex::build(truncated, endian, 1, &NOTHING).unwrap_err();
+        let err = TypeIndex::build(truncated, endian, 1, &NOTHING, None).unwrap_err();
         let expected = match types.len() - 4 - last {
             n if n < 8 => Error::Truncated {
                 what: "BTF type header",
@@ -554,8 +728,8 @@ mod tests {
     /// Offsets of every record by the reference walk, or its error.
     fn reference(types: &[u8], endian: Endianness) -> Result<Vec<u32>> {
         let (index, _) = match endian {
-            Endianness::Little => build_sequential(types, LittleEndian, 1, &NOTHING)?,
-            Endianness::Big => build_sequential(types, BigEndian, 1, &NOTHING)?,
+            Endianness::Little => build_sequential(types, LittleEndian, 1, &NOTHING, None)?,
+            Endianness::Big => build_sequential(types, BigEndian, 1, &NOTHING, None)?,
         };
         Ok((0..index.len())
             .map(|i| index.offset(types, endian, i).unwrap() as u32)
@@ -587,7 +761,7 @@ mod tests {
                 };
                 types[at..at + 4].copy_from_slice(&endian.write_u32(value));
             }
-            let built = TypeIndex::build(&types, endian, 1, &NOTHING);
+            let built = TypeIndex::build(&types, endian, 1, &NOTHING, None);
             match (built, reference(&types, endian)) {
                 (Ok((index, _)), Ok(offsets)) => {
                     lanes_used += usize::from(index.segments.len() == LANES);

@@ -8,6 +8,7 @@ pub mod dump;
 mod filter;
 mod index;
 pub mod kind;
+mod layout;
 mod parse;
 mod types;
 mod validate;
@@ -61,6 +62,30 @@ pub struct Btf<'a> {
     /// under [`Validation::Full`], where everything was checked at parse time). Atomic so a
     /// parsed BTF stays shareable between threads; checking twice is harmless.
     validated: Vec<AtomicU64>,
+}
+
+/// One record of the type section, as [`Btf::entries`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry<'a> {
+    /// A type of a kind btfgen knows, decoded.
+    Type(Type<'a>),
+    /// A type of a kind btfgen does not know.
+    Unknown(UnknownType),
+}
+
+/// A type of a kind btfgen does not know, which the BTF's layout section gave the length of:
+/// it keeps its id, so later ids stay right, but only its header is read. Nothing btfgen
+/// decodes may refer to it, and it is never a CO-RE candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownType {
+    /// The type's id.
+    pub id: u32,
+    /// String offset of its name (0 = anonymous), unchecked.
+    pub name_off: u32,
+    /// Its raw kind value.
+    pub kind: u32,
+    /// Its vlen (the number of entries the layout section sized).
+    pub vlen: u16,
 }
 
 /// How much of a BTF is checked when it is parsed.
@@ -163,7 +188,7 @@ impl<'a> Btf<'a> {
     /// Own type `id`, whose record is at `offset`: decoded, and checked on first use.
     fn type_at(&self, id: u32, offset: usize) -> Result<Type<'a>> {
         let index = (id - self.start_id) as usize;
-        let ty = parse::decode(self.types, self.endian, offset, id)?;
+        let ty = parse::decode(&self.index, self.types, self.endian, offset, id)?;
         if let Some(word) = self.validated.get(index / 64) {
             let bit = 1u64 << (index % 64);
             if word.load(Ordering::Relaxed) & bit == 0 {
@@ -175,7 +200,8 @@ impl<'a> Btf<'a> {
     }
 
     /// Name offset and kind of type `id`, read from its header alone (no decoding): the fast
-    /// path for scans over every type. `None` kind for void.
+    /// path for scans over every type. `None` kind for void and for kinds btfgen does not
+    /// know (skipped by the layout section), so those are never candidates.
     pub fn name_off_and_kind(&self, id: u32) -> Result<(u32, Option<Kind>)> {
         if id < self.start_id {
             return match self.base {
@@ -282,14 +308,47 @@ impl<'a> Btf<'a> {
     }
 
     /// Every type this BTF defines itself (not its base), in id order: one walk of the type
-    /// section, not a lookup per type.
+    /// section, not a lookup per type. A type of a kind btfgen does not know is an error here
+    /// (see [`Btf::entries`]).
     pub fn types(&self) -> impl Iterator<Item = Result<Type<'a>>> + '_ {
+        self.entries().map(|entry| match entry? {
+            Entry::Type(ty) => Ok(ty),
+            Entry::Unknown(unknown) => Err(Error::BadType {
+                id: unknown.id,
+                reason: parse::SKIPPED,
+            }),
+        })
+    }
+
+    /// Like [`Btf::types`], with the types of kinds btfgen does not know, which the layout
+    /// section let the parse step over, as [`Entry::Unknown`].
+    pub fn entries(&self) -> impl Iterator<Item = Result<Entry<'a>>> + '_ {
         let mut offset = 0;
         (self.start_id..self.type_cnt()).map(move |id| {
             let at = offset;
-            offset += index::record_at(self.types, at, self.endian).map_or(0, |(len, _)| len);
-            self.type_at(id, at)
+            let record = self.index.record(self.types, self.endian, at);
+            offset += record.map_or(0, |(len, _)| len);
+            match record {
+                Some((_, info)) if Kind::from_raw((info >> 24) & 0x1f).is_none() => {
+                    Ok(Entry::Unknown(UnknownType {
+                        id,
+                        name_off: parse::read_u32(self.types, at, self.endian).unwrap_or(0),
+                        kind: (info >> 24) & 0x1f,
+                        vlen: (info & 0xffff) as u16,
+                    }))
+                }
+                _ => self.type_at(id, at).map(Entry::Type),
+            }
         })
+    }
+
+    /// Whether type `id` (its own or its base's) is of a kind btfgen does not know, skipped
+    /// by the layout section.
+    pub fn is_unknown_kind(&self, id: u32) -> bool {
+        if id < self.start_id {
+            return self.base.is_some_and(|base| base.is_unknown_kind(id));
+        }
+        self.index.has_unknown_kinds() && matches!(self.name_off_and_kind(id), Ok((_, None)))
     }
 
     /// Follow modifiers (CONST, VOLATILE, RESTRICT, TYPE_TAG) and typedefs from `id` to the

@@ -1,7 +1,11 @@
 //! Header and type-section parsing: checks the header and sections, builds the type index
 //! (checking every record's kind and bounds) and decodes records.
+//!
+//! Two header lengths are known: 24 bytes (magic through `str_len`) and, since Linux 7.1, 32
+//! bytes, which add `layout_off` and `layout_len` for the layout section ([`Layout`]).
 
-use super::index::{Keep, TYPE_HEADER_LEN, TypeIndex, bad_record, record_at};
+use super::index::{Keep, TYPE_HEADER_LEN, TypeIndex};
+use super::layout::{self, Layout};
 use super::types::{Array, Composite, Datasec, Enum, FuncProto, Records, Type, TypeKind};
 use super::{Btf, Kind, KindSet, MAGIC, MAX_NAME_OFFSET, NameFilter, Validation};
 use crate::error::{Error, Result};
@@ -12,6 +16,10 @@ use object::endian::{Endian, Endianness};
 
 /// Length of the smallest header the kernel accepts (magic through str_len).
 const MIN_HEADER_LEN: usize = 24;
+/// Length of Linux 7.1's header, which adds `layout_off` and `layout_len`.
+const LAYOUT_HEADER_LEN: usize = 32;
+/// Why a type of a kind btfgen does not know cannot be read (its record is skipped).
+pub(super) const SKIPPED: &str = "kind unknown to btfgen (skipped by its layout section entry)";
 
 /// The raw BTF bytes in `data`: `data` itself, or its `.BTF` section when it is an ELF file.
 pub(super) fn btf_bytes(data: &[u8]) -> Result<&[u8]> {
@@ -28,6 +36,8 @@ pub(super) struct Header {
     pub(super) type_len: usize,
     pub(super) str_off: usize,
     pub(super) str_len: usize,
+    /// Offset and length of the layout section, if the header has one that is not empty.
+    pub(super) layout: Option<(usize, usize)>,
 }
 
 pub(super) fn read_u32(data: &[u8], offset: usize, endian: Endianness) -> Option<u32> {
@@ -58,11 +68,26 @@ pub(super) fn parse_header(data: &[u8]) -> Result<Header> {
     if hdr_len < MIN_HEADER_LEN || hdr_len > data.len() {
         return Err(Error::BadHeader("header length out of range"));
     }
-    // A longer header from a newer kernel is accepted only if the extra bytes are zero, as
-    // the kernel does.
-    if data[MIN_HEADER_LEN..hdr_len].iter().any(|&b| b != 0) {
-        return Err(Error::BadHeader("unsupported non-zero header tail"));
+    if hdr_len != MIN_HEADER_LEN && hdr_len != LAYOUT_HEADER_LEN {
+        // Fields past the known ones would be read as if they did not matter.
+        let known = if hdr_len < LAYOUT_HEADER_LEN {
+            MIN_HEADER_LEN
+        } else {
+            LAYOUT_HEADER_LEN
+        };
+        return Err(Error::BadHeader(
+            if data[known..hdr_len].iter().any(|&b| b != 0) {
+                "unsupported non-zero header tail (only 24- and 32-byte headers are known)"
+            } else {
+                "unsupported header length (only 24 and 32 are known)"
+            },
+        ));
     }
+    let layout_len = if hdr_len == LAYOUT_HEADER_LEN {
+        word(28)
+    } else {
+        0
+    };
     let header = Header {
         endian,
         hdr_len,
@@ -70,26 +95,91 @@ pub(super) fn parse_header(data: &[u8]) -> Result<Header> {
         type_len: word(12),
         str_off: word(16),
         str_len: word(20),
+        // As the kernel: an empty layout section is none, wherever its offset points.
+        layout: (layout_len != 0).then(|| (word(24), layout_len)),
     };
-    // The kernel wants the sections back to back with nothing after them, and libbpf wants
-    // the type section first: so types at 0, strings right after, and the blob ends there.
-    let body = data.len() - hdr_len;
+    check_sections(&header, data.len() - hdr_len)?;
+    Ok(header)
+}
+
+/// The kernel wants the sections back to back with nothing after them, and libbpf wants the
+/// type section first: so types at 0, then the strings and the layout section (in either
+/// order, the layout 4-byte aligned), and the blob ends there.
+fn check_sections(header: &Header, body: usize) -> Result<()> {
     if header.type_off != 0 {
         return Err(Error::BadHeader(
             "type section does not start right after the header",
         ));
     }
-    if header.str_off != header.type_len {
+    let Some((layout_off, layout_len)) = header.layout else {
+        if header.str_off != header.type_len {
+            return Err(Error::BadHeader(
+                "string section does not follow the type section",
+            ));
+        }
+        return section_ends_blob(header.str_off, header.str_len, body, AFTER_STRINGS);
+    };
+    if layout_off % 4 != 0 {
+        return Err(Error::BadHeader("layout section not 4-byte aligned"));
+    }
+    if layout_len % layout::ENTRY_LEN != 0 {
         return Err(Error::BadHeader(
-            "string section does not follow the type section",
+            "layout section length not a multiple of its 4-byte entries",
         ));
     }
-    match header.str_off.checked_add(header.str_len) {
-        Some(end) if end == body => {}
-        Some(end) if end < body => return Err(Error::BadHeader("data after the string section")),
-        _ => return Err(Error::BadHeader("section extends past end of data")),
+    if layout_off < header.type_len {
+        return Err(Error::BadHeader("layout section overlaps the type section"));
     }
-    Ok(header)
+    let layout_end = layout_off.checked_add(layout_len);
+    if layout_off == header.type_len {
+        // Types, layout, strings: how Linux 7.1 and libbpf lay them out.
+        if Some(header.str_off) != layout_end {
+            return Err(Error::BadHeader(if Some(header.str_off) < layout_end {
+                "layout section overlaps the string section"
+            } else {
+                "string section does not follow the layout section"
+            }));
+        }
+        return section_ends_blob(header.str_off, header.str_len, body, AFTER_STRINGS);
+    }
+    if header.str_off != header.type_len {
+        return Err(Error::BadHeader(
+            "neither the string nor the layout section follows the type section",
+        ));
+    }
+    // Types, strings, layout.
+    match header.str_off.checked_add(header.str_len) {
+        Some(str_end) if str_end == layout_off => {}
+        Some(str_end) if str_end > layout_off => {
+            return Err(Error::BadHeader(
+                "layout section overlaps the string section",
+            ));
+        }
+        _ => {
+            return Err(Error::BadHeader(
+                "layout section does not follow the string section",
+            ));
+        }
+    }
+    section_ends_blob(
+        layout_off,
+        layout_len,
+        body,
+        "data after the layout section",
+    )
+}
+
+/// What is wrong when the string section is the last and the blob goes on.
+const AFTER_STRINGS: &str = "data after the string section";
+
+/// The last section, at `off` with `len` bytes, must end exactly where the blob does (else
+/// `trailing` says what is wrong).
+fn section_ends_blob(off: usize, len: usize, body: usize, trailing: &'static str) -> Result<()> {
+    match off.checked_add(len) {
+        Some(end) if end == body => Ok(()),
+        Some(end) if end < body => Err(Error::BadHeader(trailing)),
+        _ => Err(Error::BadHeader("section extends past end of data")),
+    }
 }
 
 pub(super) fn parse<'a>(
@@ -110,6 +200,10 @@ pub(super) fn parse<'a>(
     let types = &body[header.type_off..header.type_off + header.type_len];
     let raw_strings = &body[header.str_off..header.str_off + header.str_len];
     let strings = check_strings(raw_strings, base.is_some(), validation)?;
+    let layout = header
+        .layout
+        .map(|(off, len)| Layout::parse(&body[off..off + len], header.endian))
+        .transpose()?;
     let (start_id, start_str_off) = match base {
         Some(b) => (b.type_cnt(), b.start_str_off() + b.strings_len()),
         None => (1, 0),
@@ -136,7 +230,8 @@ pub(super) fn parse<'a>(
         kinds: filter.map_or(KindSet::EMPTY, NameFilter::kinds),
         test: |pos, info| filter.is_some_and(|filter| unindexed.passes(filter, pos, info)),
     };
-    let (index, mut kept) = TypeIndex::build(types, header.endian, start_id, &keep)?;
+    let (index, mut kept) =
+        TypeIndex::build(types, header.endian, start_id, &keep, layout.as_ref())?;
     let words = (index.len() as usize).div_ceil(64);
     let mut btf = Btf {
         index,
@@ -193,10 +288,18 @@ fn check_strings(raw: &[u8], split: bool, validation: Validation) -> Result<&[u8
     Ok(raw)
 }
 
-/// Decode the record at `pos` (already bounds-checked by [`TypeIndex::build`]).
-pub(super) fn decode(types: &[u8], endian: Endianness, pos: usize, id: u32) -> Result<Type<'_>> {
-    let (len, info) =
-        record_at(types, pos, endian).ok_or_else(|| bad_record(types, pos, endian, id))?;
+/// Decode the record at `pos` (already bounds-checked by [`TypeIndex::build`] over `types`).
+/// A record of a kind btfgen does not know (skipped by the layout section) does not decode.
+pub(super) fn decode<'a>(
+    index: &TypeIndex,
+    types: &'a [u8],
+    endian: Endianness,
+    pos: usize,
+    id: u32,
+) -> Result<Type<'a>> {
+    let (len, info) = index
+        .record(types, endian, pos)
+        .ok_or_else(|| index.bad_record(types, endian, pos, id))?;
     let word = |i: usize| read_u32(types, pos + 4 * i, endian).unwrap_or(0);
     let name_off = word(0);
     let size_or_type = word(2);
@@ -204,7 +307,7 @@ pub(super) fn decode(types: &[u8], endian: Endianness, pos: usize, id: u32) -> R
     let kind_flag = info >> 31 != 0;
     let kind = Kind::from_raw((info >> 24) & 0x1f).ok_or(Error::BadType {
         id,
-        reason: "unknown kind",
+        reason: SKIPPED,
     })?;
     let records = |record_len| Records {
         bytes: &types[pos + TYPE_HEADER_LEN..pos + len],

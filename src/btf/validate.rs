@@ -2,8 +2,9 @@
 //! kind's fixed fields, every referenced id and string offset, and no cycle that does not pass
 //! through a pointer (such a cycle would make size resolution loop).
 
+use super::layout::UNUSED_INFO_BITS;
 use super::types::{Type, TypeKind};
-use super::{Btf, Kind};
+use super::{Btf, Entry, Kind};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
@@ -51,8 +52,15 @@ pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
     // Cycle-search state per type; types without value edges start finished.
     let mut colour: Vec<u8> =
         fallible::vec_with_capacity((btf.type_cnt() - btf.start_id()) as usize)?;
-    for (id, ty) in (btf.start_id()..).zip(btf.types()) {
-        let ty = ty?;
+    for (id, entry) in (btf.start_id()..).zip(btf.entries()) {
+        // A type of a kind btfgen does not know is only stepped over; nothing may refer to it.
+        let ty = match entry? {
+            Entry::Type(ty) => ty,
+            Entry::Unknown(_) => {
+                colour.push(BLACK);
+                continue;
+            }
+        };
         check_type(btf, &ty)?;
         if long_type.is_none()
             && let TypeKind::Int { size: 4 | 8, .. } = ty.kind
@@ -77,6 +85,9 @@ fn bad(id: u32, reason: &'static str) -> Error {
 fn check_ref(btf: &Btf<'_>, id: u32, target: u32) -> Result<()> {
     if target >= btf.type_cnt() {
         return Err(bad(id, "references a type id that does not exist"));
+    }
+    if btf.is_unknown_kind(target) {
+        return Err(bad(id, "references a type of a kind btfgen does not know"));
     }
     Ok(())
 }
@@ -103,14 +114,6 @@ fn check_header_flags(ty: &Type<'_>, vlen: u16, kind_flag: bool) -> Result<()> {
     Ok(())
 }
 
-fn raw_vlen(btf: &Btf<'_>, id: u32) -> Result<u16> {
-    Ok((btf.raw_word(id, 1)? & 0xffff) as u16)
-}
-
-fn raw_kind_flag(btf: &Btf<'_>, id: u32) -> Result<bool> {
-    Ok(btf.raw_word(id, 1)? >> 31 != 0)
-}
-
 fn raw_word3(btf: &Btf<'_>, id: u32) -> Result<u32> {
     btf.raw_word(id, 3)
 }
@@ -130,7 +133,16 @@ fn check_name(btf: &Btf<'_>, id: u32, name_off: u32) -> Result<bool> {
 pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
     let id = ty.id;
     let anonymous = check_name(btf, id, ty.name_off)?;
-    check_header_flags(ty, raw_vlen(btf, id)?, raw_kind_flag(btf, id)?)?;
+    let info = btf.raw_word(id, 1)?;
+    // Linux 7.1 keeps a 5-bit kind and a 16-bit vlen; later encoders widen both into these
+    // bits, and such records would be misread.
+    if info & UNUSED_INFO_BITS != 0 {
+        return Err(bad(
+            id,
+            "info bits unused up to Linux 7.1 (16..23, 29..30) are set",
+        ));
+    }
+    check_header_flags(ty, (info & 0xffff) as u16, info >> 31 != 0)?;
     // Composites, prototypes and sections check their references in their own loops below.
     if !matches!(
         ty.kind,

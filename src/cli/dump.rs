@@ -65,8 +65,9 @@ fn write_dump(btf: &Btf<'_>, path: &Path) -> Result<(), DumpError> {
     let mut buf = String::new();
     buf.try_reserve(CHUNK * 2)
         .map_err(|e| DumpError::Cli(context(path.display())(e)))?;
-    for ty in btf.types() {
-        ty.and_then(|ty| dump::dump_type(btf, &ty, &mut buf))
+    for entry in btf.entries() {
+        entry
+            .and_then(|entry| dump::dump_entry(btf, &entry, &mut buf))
             .map_err(|e| DumpError::Cli(context(path.display())(e)))?;
         if buf.len() >= CHUNK {
             stdout.write_all(buf.as_bytes()).map_err(DumpError::Io)?;
