@@ -16,8 +16,7 @@
 //!   the input and marks it damaged; the read resumes and sees zeros. The run goes on with
 //!   those, but [`check_inputs`], called before any output file is written (and by
 //!   `relocate` once it has printed its results), fails it with "PATH: truncated while btfgen
-//!   was reading it". No crash, no output file. (`min-core-btf --explain` prints after its
-//!   output is written: that listing is not covered.)
+//!   was reading it". No crash, no output file.
 //! - **Written in place**: the mapping shows the new bytes as they land, as `read(2)` would
 //!   have copied a torn mix of old and new. [`check_inputs`] compares the file's size and
 //!   mtime with those seen when it was opened and fails the run with "PATH: changed while

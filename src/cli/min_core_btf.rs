@@ -211,12 +211,14 @@ fn minimize(
         return Err(e);
     }
     let minimized = info.to_btf().map_err(context("emitting minimized BTF"))?;
-    write_atomic(output, &minimized.bytes)?;
+    // Composed before the write, whose input check then covers what it read of the target too.
+    let mut explanation = String::new();
     if args.explain {
-        let mut text = String::new();
-        info.explain(&mut text).map_err(context("--explain"))?;
-        print!("{text}");
+        info.explain(&mut explanation)
+            .map_err(context("--explain"))?;
     }
+    write_atomic(output, &minimized.bytes)?;
+    print!("{explanation}");
     let stats = info.stats();
     let targets = info.targets();
     let source_types = targets.main().type_cnt() - 1
