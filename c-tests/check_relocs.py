@@ -23,6 +23,7 @@ already paired with it).
 
 Exit status 0 only if every check passed; exit 77 (skip) if the harness cannot run BPF syscalls.
 """
+import glob
 import json
 import os
 import subprocess
@@ -340,9 +341,11 @@ def main():
                     check(False, f"{name}: missing")
                 else:
                     same(rec, o, KEYS, name, strip_ids=True)
-        # Real kernel BTFs: every little-endian fixture object, alone and all together (most
-        # find few or no candidates there, which is a result too).
-        objects = sorted({obj for obj, _, _ in pairs() if not obj.endswith(".bpfeb.o")})
+        # Real kernel BTFs: every little-endian fixture object and the benchmark's
+        # libbpf-tools-style objects (benches/objs), alone and all together (most fixtures find
+        # few or no candidates there, which is a result too).
+        objects = sorted({obj for obj, _, _ in pairs() if not obj.endswith(".bpfeb.o")}
+                         | set(glob.glob(os.path.join(ROOT, "benches", "objs", "*.bpf.o"))))
         kernels = []
         if os.path.exists(VMLINUX):
             paired = {obj for (obj, target, _) in full_results if target == VMLINUX}
