@@ -1,12 +1,14 @@
 //! Writing the minimized BTF: the marked types in a fixed order (main BTF by id, then each
-//! module by id), ids remapped, structs/unions/enums cut down to their marked entries (an enum
-//! to at least one). Output depends only on the marks, never on hash order.
+//! module by id; see [`output_keys`] for the one exception), ids remapped, structs/unions/enums
+//! cut down to their marked entries (an enum to at least one). Output depends only on the
+//! marks, never on hash order.
 
 use super::marks::{Marks, TypeKey};
 use crate::btf::write::BtfWriter;
 use crate::btf::{Kind, Type, TypeKind, follow_chain};
 use crate::core::{BtfSource, Targets};
 use crate::error::{Error, Result};
+use crate::fallible;
 use alloc::vec::Vec;
 use core::ops::ControlFlow;
 
@@ -27,8 +29,15 @@ fn owner(targets: &Targets<'_>, source: BtfSource, id: u32) -> TypeKey {
 
 /// New id of `id` (as referenced from a type in `source`): its own if kept; else, through
 /// unkept modifiers and typedefs, the first kept type; else void. So a member's `pid_t`
-/// becomes the kept `int`, and a pointer to an unkept struct becomes `void *`.
-fn new_id(targets: &Targets<'_>, keys: &[TypeKey], source: BtfSource, id: u32) -> Result<u32> {
+/// becomes the kept `int`, and a pointer to an unkept struct becomes `void *`. `keys` are
+/// sorted; `ids[pos]` is the new id of `keys[pos]`.
+fn new_id(
+    targets: &Targets<'_>,
+    keys: &[TypeKey],
+    ids: &[u32],
+    source: BtfSource,
+    id: u32,
+) -> Result<u32> {
     // As long as lookups follow chains, not a shorter limit.
     follow_chain(id, |id| {
         if id == 0 {
@@ -36,7 +45,7 @@ fn new_id(targets: &Targets<'_>, keys: &[TypeKey], source: BtfSource, id: u32) -
         }
         let key = owner(targets, source, id);
         if let Ok(pos) = keys.binary_search(&key) {
-            return Ok(ControlFlow::Break(pos as u32 + 1));
+            return Ok(ControlFlow::Break(ids[pos]));
         }
         Ok(
             match targets.btf(key.0).type_by_id(id)?.kind.modified_type() {
@@ -51,14 +60,15 @@ fn new_id(targets: &Targets<'_>, keys: &[TypeKey], source: BtfSource, id: u32) -
     })
 }
 
-/// The index type every kept array uses: its own if kept, else the first kept integer. When no
-/// integer is kept at all, the first array's own index type is added to `keys`.
-fn array_index_type(targets: &Targets<'_>, keys: &mut Vec<TypeKey>) -> Result<Option<u32>> {
+/// The position in `keys` of the index type every kept array uses unless its own is kept: the
+/// first kept integer. When no integer is kept at all, the first array's own index type is
+/// added to `keys`.
+fn array_index_type(targets: &Targets<'_>, keys: &mut Vec<TypeKey>) -> Result<Option<usize>> {
     let mut first_int = None;
     let mut fallback = None;
     for (pos, &(source, id)) in keys.iter().enumerate() {
         match targets.btf(source).type_by_id(id)?.kind {
-            TypeKind::Int { .. } if first_int.is_none() => first_int = Some(pos as u32 + 1),
+            TypeKind::Int { .. } if first_int.is_none() => first_int = Some(pos),
             TypeKind::Array(a) if fallback.is_none() => {
                 fallback = Some(owner(targets, source, a.index_type))
             }
@@ -66,12 +76,12 @@ fn array_index_type(targets: &Targets<'_>, keys: &mut Vec<TypeKey>) -> Result<Op
         }
     }
     match (first_int, fallback) {
-        (Some(id), _) => Ok(Some(id)),
+        (Some(pos), _) => Ok(Some(pos)),
         (None, Some(key)) => {
             let pos = keys.binary_search(&key).unwrap_or_else(|p| p);
             keys.try_reserve(1)?;
             keys.insert(pos, key);
-            Ok(Some(pos as u32 + 1))
+            Ok(Some(pos))
         }
         (None, None) => Ok(None),
     }
@@ -84,13 +94,14 @@ fn nothing_after_header(ty: &Type<'_>) -> bool {
     matches!(ty.kind, TypeKind::Float { .. }) || ty.kind.any_enum().is_some_and(|e| e.is_empty())
 }
 
-/// The output's last type has nothing after its header, so libbpf up to 1.2 reads the start
-/// of the string section as its int encoding: a NUL, then the first string. On a
+/// Every type of the output has nothing after its header ([`output_keys`] puts any other type
+/// last), so libbpf up to 1.2 reads the start of the string section as the last one's int
+/// encoding: a NUL, then the first string. On a
 /// little-endian host the word's top byte, bit 0 of which is `BTF_INT_SIGNED`, is that
 /// string's third byte (its NUL for a two-byte string). Strings are laid out in the order first
 /// added, so add first a type name the output holds anyway whose third byte is even; failing
 /// that, a one-byte filler and a name whose first byte is even; failing that, a two-byte
-/// filler. (bpftool's output has the same flaw and no remedy.)
+/// filler.
 fn lead_with_even_third_byte(
     writer: &mut BtfWriter,
     targets: &Targets<'_>,
@@ -122,8 +133,16 @@ fn lead_with_even_third_byte(
     Ok(())
 }
 
-/// Write every marked type.
-pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
+/// The kept types: `keys` sorted (for lookups), `ids[pos]` the new id of `keys[pos]`, `order`
+/// the positions in output order, and the position of the shared array index type.
+struct Plan {
+    keys: Vec<TypeKey>,
+    ids: Vec<u32>,
+    order: Vec<usize>,
+    index_type: Option<usize>,
+}
+
+fn plan(targets: &Targets<'_>, marks: &Marks) -> Result<Plan> {
     let mut keys = marks.sorted_keys()?;
     // libbpf takes the pointer size from the integer named `long`, else assumes 8: keep that
     // integer whenever the target's pointers are not 8 bytes.
@@ -136,24 +155,81 @@ pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
         }
     }
     let index_type = array_index_type(targets, &mut keys)?;
-    let mut writer = BtfWriter::new(targets.main().endian())?;
-    if let Some(&(source, id)) = keys.last()
-        && nothing_after_header(&targets.btf(source).type_by_id(id)?)
+    let mut order = fallible::vec_with_capacity(keys.len())?;
+    order.extend(0..keys.len());
+    // libbpf up to 1.2 reads the word after a type with nothing after its header as an int
+    // encoding (FIELD_SIGNED of a float member). After another type that word is the next
+    // type's name offset (below 2^24: never signed), as in the full BTF; after the last type it
+    // would be the string section's start. So the last type that has something after its
+    // header goes last.
+    let empty = |pos: usize| -> Result<bool> {
+        let (source, id) = keys[pos];
+        Ok(nothing_after_header(&targets.btf(source).type_by_id(id)?))
+    };
+    if let Some(&last) = order.last()
+        && empty(last)?
     {
-        lead_with_even_third_byte(&mut writer, targets, &keys)?;
+        let mut pos = last;
+        while pos > 0 && empty(pos)? {
+            pos -= 1;
+        }
+        if !empty(pos)? {
+            order.remove(pos);
+            order.push(pos);
+        }
     }
-    for key in &keys {
+    let mut ids = fallible::vec_with_capacity(keys.len())?;
+    ids.resize(keys.len(), 0);
+    for (at, &pos) in order.iter().enumerate() {
+        ids[pos] = at as u32 + 1;
+    }
+    Ok(Plan {
+        keys,
+        ids,
+        order,
+        index_type,
+    })
+}
+
+/// The kept types in output order: the type with new id `n` is at `n - 1`. That is main BTF by
+/// id, then each module by id, except that a type with data after its header is moved last
+/// when the last would otherwise have none (see `plan`).
+pub fn output_keys(targets: &Targets<'_>, marks: &Marks) -> Result<Vec<TypeKey>> {
+    let plan = plan(targets, marks)?;
+    let mut keys = fallible::vec_with_capacity(plan.keys.len())?;
+    keys.extend(plan.order.iter().map(|&pos| plan.keys[pos]));
+    Ok(keys)
+}
+
+/// Write every marked type.
+pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
+    let Plan {
+        keys,
+        ids,
+        order,
+        index_type,
+    } = plan(targets, marks)?;
+    let index_type = index_type.map(|pos| ids[pos]);
+    let mut writer = BtfWriter::new(targets.main().endian())?;
+    if let Some(&last) = order.last() {
+        let (source, id) = keys[last];
+        if nothing_after_header(&targets.btf(source).type_by_id(id)?) {
+            lead_with_even_third_byte(&mut writer, targets, &keys)?;
+        }
+    }
+    for &pos in &order {
+        let key = &keys[pos];
         let (source, id) = *key;
         let btf = targets.btf(source);
         let ty = btf.type_by_id(id)?;
         if let (TypeKind::Array(a), Some(index_type)) = (ty.kind, index_type) {
             let index = match keys.binary_search(&owner(targets, source, a.index_type)) {
-                Ok(pos) => pos as u32 + 1,
+                Ok(pos) => ids[pos],
                 Err(_) => index_type,
             };
             writer.begin_type(btf.name(ty.name_off)?, Kind::Array, false, 0, 0)?;
             for word in [
-                new_id(targets, &keys, source, a.elem_type)?,
+                new_id(targets, &keys, &ids, source, a.elem_type)?,
                 index,
                 a.nelems,
             ] {
@@ -174,13 +250,15 @@ pub fn emit(targets: &Targets<'_>, marks: &Marks) -> Result<Emitted> {
         writer.copy_type(
             btf,
             &ty,
-            |referenced| new_id(targets, &keys, source, referenced),
+            |referenced| new_id(targets, &keys, &ids, source, referenced),
             |index| kept(index) || (keep_first && index == 0),
         )?;
     }
+    let mut output = fallible::vec_with_capacity(keys.len())?;
+    output.extend(order.iter().map(|&pos| keys[pos]));
     Ok(Emitted {
         bytes: writer.finish()?,
-        keys,
+        keys: output,
     })
 }
 

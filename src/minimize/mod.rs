@@ -223,7 +223,9 @@ impl<'t> RelocInfo<'t> {
     /// Describe, for each kept type and member, the relocations that needed it.
     pub fn explain(&self, out: &mut String) -> Result<()> {
         use core::fmt::Write;
-        let keys = self.marks.sorted_keys()?;
+        // The output's own ids: emission may add types (`long`, an array index type) and order
+        // them other than by source id.
+        let keys = emit::output_keys(&self.targets, &self.marks)?;
         let mut sink = fallible::StringSink::new(out);
         for (pos, key) in keys.iter().enumerate() {
             let Some(mark) = self.marks.get(key) else {
