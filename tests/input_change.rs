@@ -93,84 +93,77 @@ fn setup(dir: &Path) -> Option<(PathBuf, Vec<u8>, Vec<u8>)> {
     Some((input, bytes, expected))
 }
 
-#[test]
-fn truncated_while_read() {
-    let dir = scratch("truncated");
-    let Some((input, bytes, expected)) = setup(&dir) else {
-        return;
-    };
+/// Run `min-core-btf` on a copy of the kernel's BTF `RUNS` times, calling `change` on the input
+/// at a different moment of each run and `restore` once the run is over, and check every run.
+/// Returns how many runs failed (cleanly); `None` (skipped) without a kernel BTF.
+fn race(name: &str, change: impl Fn(&Path, &[u8]), restore: impl Fn(&Path, &[u8])) -> Option<u32> {
+    let dir = scratch(name);
+    let (input, bytes, expected) = setup(&dir)?;
     let output = dir.join("out.btf");
     let mut failed = 0;
     for run in 0..RUNS {
         let _ = std::fs::remove_file(&output);
         let child = min_core_btf(&input, &output);
         std::thread::sleep(delay(run, 4000));
-        // Cut the file to a tenth in place, as `truncate -s` or a writer reopening it with
-        // O_TRUNC would, then put it back once btfgen is done.
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&input)
-            .unwrap();
-        file.set_len(bytes.len() as u64 / 10).unwrap();
+        change(&input, &bytes);
         let out = child.wait_with_output().unwrap();
         failed += u32::from(check(&format!("run {run}"), out, &output, &expected));
-        std::fs::write(&input, &bytes).unwrap();
+        restore(&input, &bytes);
     }
-    eprintln!("truncated_while_read: {failed} of {RUNS} runs failed cleanly, the rest succeeded");
+    Some(failed)
+}
+
+/// Put the original bytes back in place.
+fn rewrite(input: &Path, bytes: &[u8]) {
+    std::fs::write(input, bytes).unwrap();
+}
+
+/// Rename a new file with `bytes` over `input` (as package managers replace files).
+fn replace(input: &Path, bytes: &[u8]) {
+    let other = input.with_file_name("other.btf");
+    std::fs::write(&other, bytes).unwrap();
+    std::fs::rename(&other, input).unwrap();
+}
+
+#[test]
+fn truncated_while_read() {
+    // Cut the file to a tenth in place, as `truncate -s` or a writer reopening it with O_TRUNC
+    // would, then put it back once btfgen is done.
+    let truncate = |input: &Path, bytes: &[u8]| {
+        let file = std::fs::OpenOptions::new().write(true).open(input).unwrap();
+        file.set_len(bytes.len() as u64 / 10).unwrap();
+    };
+    if let Some(failed) = race("truncated", truncate, rewrite) {
+        eprintln!(
+            "truncated_while_read: {failed} of {RUNS} runs failed cleanly, the rest succeeded"
+        );
+    }
 }
 
 #[test]
 fn rewritten_in_place_while_read() {
-    let dir = scratch("rewritten");
-    let Some((input, bytes, expected)) = setup(&dir) else {
-        return;
-    };
-    let output = dir.join("out.btf");
-    let mut failed = 0;
-    for run in 0..RUNS {
-        let _ = std::fs::remove_file(&output);
-        let child = min_core_btf(&input, &output);
-        std::thread::sleep(delay(run, 4000));
-        // Zero the second half in place (the file keeps its size), then restore it.
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&input)
-            .unwrap();
+    // Zero the second half in place (the file keeps its size), then restore it.
+    let zero_half = |input: &Path, bytes: &[u8]| {
+        let mut file = std::fs::OpenOptions::new().write(true).open(input).unwrap();
         file.seek(SeekFrom::Start(bytes.len() as u64 / 2)).unwrap();
         file.write_all(&vec![0; bytes.len() - bytes.len() / 2])
             .unwrap();
-        let out = child.wait_with_output().unwrap();
-        failed += u32::from(check(&format!("run {run}"), out, &output, &expected));
-        std::fs::write(&input, &bytes).unwrap();
+    };
+    if let Some(failed) = race("rewritten", zero_half, rewrite) {
+        eprintln!("rewritten_in_place_while_read: {failed} of {RUNS} runs failed cleanly");
     }
-    eprintln!("rewritten_in_place_while_read: {failed} of {RUNS} runs failed cleanly");
 }
 
 #[test]
 fn replaced_while_read() {
-    let dir = scratch("replaced");
-    let Some((input, bytes, expected)) = setup(&dir) else {
-        return;
-    };
-    let output = dir.join("out.btf");
-    let other = dir.join("other.btf");
+    // A new file renamed over the path, truncated right away: btfgen either had the old file,
+    // which nobody truncates, or gets the new, short one and fails on it.
     let started = Instant::now();
-    for run in 0..RUNS {
-        let _ = std::fs::remove_file(&output);
-        let child = min_core_btf(&input, &output);
-        std::thread::sleep(delay(run, 4000));
-        // A new file renamed over the path (as package managers do), truncated right away:
-        // btfgen either had the old file, which nobody truncates, or gets the new, short one
-        // and fails on it.
-        std::fs::write(&other, &bytes[..bytes.len() / 10]).unwrap();
-        std::fs::rename(&other, &input).unwrap();
-        let out = child.wait_with_output().unwrap();
-        check(&format!("run {run}"), out, &output, &expected);
-        std::fs::write(&other, &bytes).unwrap();
-        std::fs::rename(&other, &input).unwrap();
+    let replace_short = |input: &Path, bytes: &[u8]| replace(input, &bytes[..bytes.len() / 10]);
+    if race("replaced", replace_short, replace).is_some() {
+        eprintln!(
+            "replaced_while_read: {RUNS} runs in {:?}",
+            started.elapsed()
+        );
     }
-    eprintln!(
-        "replaced_while_read: {RUNS} runs in {:?}",
-        started.elapsed()
-    );
 }
