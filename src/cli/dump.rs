@@ -1,16 +1,12 @@
 //! `btfgen dump FILE [--base-btf BASE]`: print every type of a BTF exactly as
 //! `bpftool btf dump file FILE [--base-btf BASE]` does.
 
-use super::{CliError, CliResult, context, read_file};
+use super::{CliError, CliResult, SYSFS_BTF_DIR, SYSFS_VMLINUX, context, read_file};
 use btfgen::btf::{Btf, dump};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Where the kernel exposes BTF; module BTF there is split on the vmlinux BTF.
-const SYSFS_BTF_DIR: &str = "/sys/kernel/btf";
-/// The running kernel's base BTF.
-const SYSFS_VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 /// Flush the dump to stdout in chunks of about this many bytes, so memory stays bounded and
 /// each write is one large syscall.
 const CHUNK: usize = 64 * 1024;

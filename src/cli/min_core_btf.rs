@@ -19,7 +19,7 @@ use std::time::Instant;
 /// tests use it to run the default job as on a kernel without BTF).
 fn kernel_btf() -> PathBuf {
     std::env::var_os("BTFGEN_KERNEL_BTF")
-        .map_or_else(|| PathBuf::from("/sys/kernel/btf/vmlinux"), PathBuf::from)
+        .map_or_else(|| PathBuf::from(super::SYSFS_VMLINUX), PathBuf::from)
 }
 /// The default INPUT where the running kernel has no BTF: a small kernel-like BTF built from
 /// `tests/data/targets/btf__example_kernel.c`.

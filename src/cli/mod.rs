@@ -20,6 +20,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Where the running kernel exposes its BTF; every file there but vmlinux's is a loaded
+/// module's BTF, split on vmlinux.
+pub const SYSFS_BTF_DIR: &str = "/sys/kernel/btf";
+/// The running kernel's own BTF.
+pub const SYSFS_VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
 /// How much the tool prints on stderr besides errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verbosity {

@@ -4,11 +4,9 @@
 //! takes them from DIR instead (a copy of a machine's `/sys/kernel/btf/`, say), and
 //! `--no-modules` leaves them out.
 
-use super::{CliResult, context};
+use super::{CliResult, SYSFS_BTF_DIR, SYSFS_VMLINUX, context};
 use std::path::{Path, PathBuf};
 
-/// Where the running kernel exposes its BTF and its modules'.
-const SYSFS_BTF_DIR: &str = "/sys/kernel/btf";
 /// The kernel's own BTF in such a directory; every other file is a module's.
 const VMLINUX: &str = "vmlinux";
 
@@ -32,7 +30,7 @@ impl ModuleArgs {
     pub fn module_btfs(&self, input: &Path) -> CliResult<Vec<PathBuf>> {
         let dir = match &self.module_btf_dir {
             Some(dir) => dir.as_path(),
-            None if !self.no_modules && input == Path::new(SYSFS_BTF_DIR).join(VMLINUX) => {
+            None if !self.no_modules && input == Path::new(SYSFS_VMLINUX) => {
                 Path::new(SYSFS_BTF_DIR)
             }
             None => return Ok(Vec::new()),

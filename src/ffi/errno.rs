@@ -24,6 +24,13 @@ impl Errno {
     pub(super) const INVAL: Errno = Errno(libc::EINVAL);
 }
 
+/// The system's message for the errno, as `std::io::Error` prints it.
+impl core::fmt::Display for Errno {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        std::io::Error::from_raw_os_error(self.0).fmt(f)
+    }
+}
+
 impl From<Error> for Errno {
     fn from(e: Error) -> Self {
         Errno(match e {

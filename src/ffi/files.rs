@@ -28,10 +28,10 @@ pub(super) unsafe fn c_path<'a>(path: *const c_char) -> Result<&'a Path, Errno> 
 /// The whole contents of the file at `path`. A directory is `EISDIR`; other failures are the
 /// `errno` of the failing system call. The buffer is reserved fallibly from the file's size.
 pub(super) fn read(path: &Path) -> Result<Vec<u8>, Errno> {
-    read_file(path).inspect_err(|Errno(code)| {
-        let error = std::io::Error::from_raw_os_error(*code);
-        crate::log::bad_input("failed to read", &path.display(), &error);
-    })
+    read_file(path).map_err(super::print::warn_rejected(
+        "failed to read",
+        &path.display(),
+    ))
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, Errno> {

@@ -296,13 +296,6 @@ fn new_reloc_info(path: &std::path::Path, budget: Budget) -> Result<btf_reloc_in
     })
 }
 
-/// Warn that the BTF at `path` was rejected (its errno passes through).
-fn warn_invalid_btf(e: Errno, path: &std::path::Path) -> Errno {
-    let error = std::io::Error::from_raw_os_error(e.0);
-    crate::log::bad_input("invalid BTF", &path.display(), &error);
-    e
-}
-
 /// The raw BTF in `data`: `data` itself, or its `.BTF` section when it is an ELF file.
 fn raw_btf(data: Vec<u8>) -> Result<Vec<u8>, Errno> {
     if !data.starts_with(b"\x7fELF") {
@@ -543,8 +536,9 @@ pub unsafe extern "C" fn btf__parse(path: *const c_char, btf_ext: *mut *mut btf_
         }
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         let path = unsafe { files::c_path(path) }?;
-        let raw = raw_btf(files::read(path)?).map_err(|e| warn_invalid_btf(e, path))?;
-        BtfData::new_handle(raw, None).map_err(|e| warn_invalid_btf(e, path))
+        let raw = raw_btf(files::read(path)?)
+            .map_err(print::warn_rejected("invalid BTF", &path.display()))?;
+        BtfData::new_handle(raw, None).map_err(print::warn_rejected("invalid BTF", &path.display()))
     })
 }
 
@@ -572,8 +566,9 @@ pub unsafe extern "C" fn btf__parse_split(path: *const c_char, base_btf: *mut bt
             // (refused by its tag).
             Some(Arc::clone(&unsafe { handle::get(base_btf) }?.data))
         };
-        let raw = raw_btf(files::read(path)?).map_err(|e| warn_invalid_btf(e, path))?;
-        BtfData::new_handle(raw, base).map_err(|e| warn_invalid_btf(e, path))
+        let raw = raw_btf(files::read(path)?)
+            .map_err(print::warn_rejected("invalid BTF", &path.display()))?;
+        BtfData::new_handle(raw, base).map_err(print::warn_rejected("invalid BTF", &path.display()))
     })
 }
 
