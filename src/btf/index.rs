@@ -17,7 +17,7 @@
 //! The fast walks know only btfgen's kinds, so they fail on such a record and the section is
 //! walked alone with the layout; an index that holds one keeps the layout, and walks with it.
 
-use super::layout::{Layout, UNUSED_INFO_BITS};
+use super::layout::{Layout, RECORD_LAYOUT, TYPE_HEADER_LEN, UNUSED_INFO_BITS};
 use super::{Endianness, KindSet, MAX_TYPE_ID};
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -34,26 +34,6 @@ const LANES_MIN_LEN: usize = 64 * 1024;
 const PLAUSIBLE_RUN: usize = 16;
 /// How far past its nominal start a lane start is searched for.
 const LANE_SEARCH_LEN: usize = 16 * 1024;
-/// Size of `struct btf_type`.
-pub(super) const TYPE_HEADER_LEN: usize = 12;
-
-/// Per raw kind value: (bytes of the record without entries, bytes per vlen entry); a zero
-/// first field marks an unknown kind. Mirrors [`super::Kind::extra_len`].
-pub(super) const RECORD_LAYOUT: [(u8, u8); 32] = {
-    let mut table = [(0u8, 0u8); 32];
-    let mut raw = 1;
-    while raw < 20 {
-        table[raw] = match raw {
-            1 | 14 | 17 => (16, 0),      // INT, VAR, DECL_TAG: one extra word
-            3 => (24, 0),                // ARRAY
-            4 | 5 | 15 | 19 => (12, 12), // STRUCT, UNION, DATASEC, ENUM64
-            6 | 13 => (12, 8),           // ENUM, FUNC_PROTO
-            _ => (12, 0),
-        };
-        raw += 1;
-    }
-    table
-};
 
 /// [`RECORD_LAYOUT`] packed two bits per raw kind into registers, so the hot walk does no
 /// table load: (extra fixed words, words per entry), and the known kinds one bit each.

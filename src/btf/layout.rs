@@ -1,3 +1,6 @@
+//! How long a type record is: btfgen's own table for the kinds it knows ([`RECORD_LAYOUT`]),
+//! and for the others the BTF layout section.
+//!
 //! The BTF layout section (Linux 7.1): one `struct btf_layout { u8 info_sz; u8 elem_sz;
 //! u16 flags; }` per kind, indexed by the raw kind value. It says how long a record of each
 //! kind is (`12 + info_sz + vlen * elem_sz`), so a reader can step over a kind it does not know
@@ -9,9 +12,29 @@
 //! it is refused rather than half understood. The flags are "currently unused" in 7.1's UAPI
 //! header; a non-zero one would mean something this reader cannot know, and is refused too.
 
-use super::index::{RECORD_LAYOUT, TYPE_HEADER_LEN};
 use crate::error::{Error, Result};
 use object::endian::{Endian, Endianness};
+
+/// Size of `struct btf_type`.
+pub(super) const TYPE_HEADER_LEN: usize = 12;
+
+/// Per raw kind value: (bytes of the record without entries, bytes per vlen entry); a zero
+/// first field marks an unknown kind. Mirrors [`super::Kind::extra_len`].
+pub(super) const RECORD_LAYOUT: [(u8, u8); 32] = {
+    let mut table = [(0u8, 0u8); 32];
+    let mut raw = 1;
+    while raw < 20 {
+        table[raw] = match raw {
+            1 | 14 | 17 => (16, 0),      // INT, VAR, DECL_TAG: one extra word
+            3 => (24, 0),                // ARRAY
+            4 | 5 | 15 | 19 => (12, 12), // STRUCT, UNION, DATASEC, ENUM64
+            6 | 13 => (12, 8),           // ENUM, FUNC_PROTO
+            _ => (12, 0),
+        };
+        raw += 1;
+    }
+    table
+};
 
 /// Size of one `struct btf_layout`.
 pub(super) const ENTRY_LEN: usize = 4;

@@ -4,8 +4,8 @@
 //! Two header lengths are known: 24 bytes (magic through `str_len`) and, since Linux 7.1, 32
 //! bytes, which add `layout_off` and `layout_len` for the layout section ([`Layout`]).
 
-use super::index::{Keep, TYPE_HEADER_LEN, TypeIndex};
-use super::layout::{self, Layout};
+use super::index::{Keep, TypeIndex};
+use super::layout::{self, Layout, TYPE_HEADER_LEN};
 use super::types::{Array, Composite, Datasec, Enum, FuncProto, Records, Type, TypeKind};
 use super::{Btf, Kind, KindSet, MAGIC, MAX_NAME_OFFSET, NameFilter, Validation};
 use crate::error::{Error, Result};
