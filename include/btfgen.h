@@ -494,6 +494,17 @@ void btf__free(struct btf *btf);
 long libbpf_get_error(const void *ptr);
 
 /**
+ * Sets the function that receives the library's log messages and returns the previous one
+ * (libbpf's prototype and semantics). NULL turns the log off. The default prints warnings and
+ * info messages on stderr and drops debug messages; install a printer to see the debug log of
+ * every CO-RE relocation, in libbpf 1.x's words.
+ *
+ * The callback is called with a format string and its arguments, as libbpf calls it; each call
+ * is one line ending in `\n`. It is process-wide, as in libbpf.
+ */
+libbpf_print_fn_t libbpf_set_print(libbpf_print_fn_t print);
+
+/**
  * Makes the hooks in `a` the allocator of everything this library allocates from then on.
  *
  * Must be called before any other function of this library (once it has allocated, its
@@ -580,17 +591,6 @@ int bpf_object__prog_load_info(const struct bpf_object *obj,
                                struct bpf_prog_load_info *info,
                                void *buf,
                                size_t *buf_sz);
-
-/**
- * Sets the function that receives the library's log messages and returns the previous one
- * (libbpf's prototype and semantics). NULL turns the log off. The default prints warnings and
- * info messages on stderr and drops debug messages; install a printer to see the debug log of
- * every CO-RE relocation, in libbpf 1.x's words.
- *
- * The callback is called with a format string and its arguments, as libbpf calls it; each call
- * is one line ending in `\n`. It is process-wide, as in libbpf.
- */
-libbpf_print_fn_t libbpf_set_print(libbpf_print_fn_t print);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -8,7 +8,8 @@
 //! Without that feature (a Rust program using the C ABI), the program's own global allocator
 //! serves everything, and `btfgen_set_allocator()` and memory limits are `EOPNOTSUPP`.
 
-use super::errno::{Errno, guard, guard_int, guard_ptr, set_errno};
+use super::errno::{Errno, set_errno};
+use super::guard::{guard, guard_int, guard_ptr};
 use super::{btf_reloc_info, files, handle, new_reloc_info};
 use crate::budget::Budget;
 use core::ffi::{c_char, c_int, c_void};

@@ -7,7 +7,8 @@
 //! [`bpf_prog_load_info`] at them, so nothing is allocated across calls and there is nothing to
 //! free.
 
-use super::errno::{Errno, guard_int};
+use super::errno::Errno;
+use super::guard::guard_int;
 use super::{bpf_object, btf};
 use crate::btf::Btf;
 use crate::core::kernel::{

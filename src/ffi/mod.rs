@@ -40,6 +40,7 @@ mod anchor;
 pub mod core_relos;
 mod errno;
 mod files;
+mod guard;
 mod handle;
 mod print;
 mod session;
@@ -56,9 +57,10 @@ use alloc::vec::Vec;
 use core::ffi::{CStr, c_char, c_int, c_long, c_void};
 use core::mem::{offset_of, size_of};
 use core::ptr;
-use errno::{Errno, PANIC_ERRNO, guard, guard_int, guard_ptr};
+use errno::Errno;
+use guard::{PANIC_ERRNO, guard, guard_int, guard_ptr};
 use handle::Tagged;
-pub use print::{libbpf_print_fn_t, libbpf_set_print};
+pub use print::libbpf_print_fn_t;
 use session::Session;
 
 /// A BTF (libbpf's `struct btf`): raw BTF bytes, base or split, validated.
@@ -673,6 +675,18 @@ pub extern "C" fn libbpf_get_error(ptr: *const c_void) -> c_long {
             0
         }
     })
+}
+
+/// Sets the function that receives the library's log messages and returns the previous one
+/// (libbpf's prototype and semantics). NULL turns the log off. The default prints warnings and
+/// info messages on stderr and drops debug messages; install a printer to see the debug log of
+/// every CO-RE relocation, in libbpf 1.x's words.
+///
+/// The callback is called with a format string and its arguments, as libbpf calls it; each call
+/// is one line ending in `\n`. It is process-wide, as in libbpf.
+#[unsafe(no_mangle)]
+pub extern "C" fn libbpf_set_print(print: libbpf_print_fn_t) -> libbpf_print_fn_t {
+    guard(None, || print::replace_printer(print))
 }
 
 #[cfg(test)]

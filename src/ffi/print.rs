@@ -1,6 +1,6 @@
-//! libbpf's logging API: `libbpf_set_print()` and the printer that receives the library's log
-//! ([`crate::log`]) as libbpf's own messages, one `libbpf: ...\n` line per call, passed as
-//! `("%s", line)`. The va_list calls live in `print.c`.
+//! libbpf's logging API: the printer `libbpf_set_print()` installs, which receives the
+//! library's log ([`crate::log`]) as libbpf's own messages, one `libbpf: ...\n` line per call,
+//! passed as `("%s", line)`. The va_list calls live in `print.c`.
 
 use super::errno::Errno;
 use crate::fallible::StringSink;
@@ -50,26 +50,18 @@ fn printer() -> Printer {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Sets the function that receives the library's log messages and returns the previous one
-/// (libbpf's prototype and semantics). NULL turns the log off. The default prints warnings and
-/// info messages on stderr and drops debug messages; install a printer to see the debug log of
-/// every CO-RE relocation, in libbpf 1.x's words.
-///
-/// The callback is called with a format string and its arguments, as libbpf calls it; each call
-/// is one line ending in `\n`. It is process-wide, as in libbpf.
-#[unsafe(no_mangle)]
-pub extern "C" fn libbpf_set_print(print: libbpf_print_fn_t) -> libbpf_print_fn_t {
-    super::errno::guard(None, || {
-        let mut current = PRINTER
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let previous = match *current {
-            Printer::Default => Some(btfgen_print_default as _),
-            Printer::Callback(print) => print,
-        };
-        *current = Printer::Callback(print);
-        previous
-    })
+/// Make `print` the printer (NULL: none) and return the previous one, libbpf's default as
+/// `btfgen_print_default` (`libbpf_set_print()`).
+pub(super) fn replace_printer(print: libbpf_print_fn_t) -> libbpf_print_fn_t {
+    let mut current = PRINTER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let previous = match *current {
+        Printer::Default => Some(btfgen_print_default as _),
+        Printer::Callback(print) => print,
+    };
+    *current = Printer::Callback(print);
+    previous
 }
 
 /// Forwards [`crate::log`]'s messages to the installed printer.
