@@ -18,6 +18,7 @@
 use btfgen::btf::{Btf, Kind, Validation};
 use btfgen::core::relocate::{local_type_names, relocate_object};
 use btfgen::core::{CandidateIndex, Targets};
+use btfgen::log::LibbpfLog;
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -149,17 +150,24 @@ fn pipeline(c: &mut Criterion) {
     group.bench_function("task_cold_index", |b| {
         b.iter(|| {
             let mut index = CandidateIndex::new();
-            let r =
-                relocate_object(&task.object, &task.btf, &targets, &mut index).expect("relocates");
+            let r = relocate_object(
+                &task.object,
+                &task.btf,
+                &targets,
+                &mut index,
+                &mut LibbpfLog,
+            )
+            .expect("relocates");
             black_box(r.relocations.len())
         })
     });
     let mut warm = CandidateIndex::new();
-    relocate_object(&task.object, &task.btf, &targets, &mut warm).expect("relocates");
+    relocate_object(&task.object, &task.btf, &targets, &mut warm, &mut LibbpfLog)
+        .expect("relocates");
     group.bench_function("task_warm_index", |b| {
         b.iter(|| {
-            let r =
-                relocate_object(&task.object, &task.btf, &targets, &mut warm).expect("relocates");
+            let r = relocate_object(&task.object, &task.btf, &targets, &mut warm, &mut LibbpfLog)
+                .expect("relocates");
             black_box(r.relocations.len())
         })
     });

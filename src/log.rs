@@ -1,10 +1,14 @@
 //! btfgen's log: what the CO-RE relocation driver does, in libbpf's own words.
 //!
-//! Every message libbpf 1.x prints for the same event (`prog 'NAME': relo #N: <byte_off> [5]
-//! struct foo.a (0:0 @ offset 0)`, candidates, `patched insn`, ambiguities, failures) is
-//! formatted here and nowhere else, so btfgen's debug log can be diffed against libbpf's for
-//! the same object. Messages go through the [`log`] crate facade (no `std` needed), with target
-//! [`TARGET`] and libbpf's levels: [`log::Level::Warn`] (`LIBBPF_WARN`: failed relocations, bad
+//! The core reports each step of a relocation as a [`RelocEvent`] to the [`EventSink`] its
+//! caller passes; [`LibbpfLog`], the sink `RelocInfo`, the C library and the CLI pass, turns
+//! each into the message libbpf 1.x prints for the same event (`prog 'NAME': relo #N:
+//! <byte_off> [5] struct foo.a (0:0 @ offset 0)`, candidates, `patched insn`, ambiguities,
+//! failures). They are formatted here and nowhere else, so btfgen's debug log can be diffed
+//! against libbpf's for the same object. (A Rust program that wants the events themselves
+//! passes a sink of its own to [`relocate_object`](crate::core::relocate::relocate_object).)
+//! Messages go through the [`log`] crate facade (no `std` needed), with target [`TARGET`] and
+//! libbpf's levels: [`log::Level::Warn`] (`LIBBPF_WARN`: failed relocations, bad
 //! input), [`log::Level::Info`] (`LIBBPF_INFO`) and [`log::Level::Debug`] (`LIBBPF_DEBUG`:
 //! everything else). A Rust program receives them by installing any [`log::Log`] (a callback,
 //! or a logger crate); the C library forwards them to `libbpf_set_print`'s callback, and the
@@ -58,7 +62,8 @@ use crate::core::calc::Resolution;
 use crate::core::patch::{
     CLASS_ALU, CLASS_ALU64, CLASS_LD, CLASS_LDX, CLASS_ST, CLASS_STX, LD_IMM64, Patched,
 };
-use crate::core::{BtfSource, Candidate, RelocKind, Spec, Targets};
+use crate::core::{BtfSource, Candidate, EventSink, RelocEvent, RelocKind, Spec, Targets};
+use crate::error::Error;
 use ::log::Level;
 use core::fmt;
 
@@ -155,8 +160,79 @@ impl fmt::Display for SpecText<'_, '_> {
     }
 }
 
+/// The [`EventSink`] that writes each relocation event as libbpf's log message to the [`log`]
+/// facade.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LibbpfLog;
+
+impl EventSink for LibbpfLog {
+    fn event(&mut self, event: RelocEvent<'_>) {
+        match event {
+            RelocEvent::SectionRelocations { section, count } => {
+                section_relocations(section, count)
+            }
+            RelocEvent::CandidatesFound {
+                local_btf,
+                local_type_id,
+                targets,
+                candidates,
+            } => candidates_found(local_btf, local_type_id, targets, candidates),
+            RelocEvent::Relocating {
+                program,
+                relo,
+                local_btf,
+                local,
+            } => relocation(program, relo, local_btf, local),
+            RelocEvent::CandidateTried {
+                program,
+                relo,
+                index,
+                target_btf,
+                candidate_id,
+                kind,
+                matched,
+            } => candidate(
+                program,
+                relo,
+                index,
+                target_btf,
+                candidate_id,
+                kind,
+                matched,
+            ),
+            RelocEvent::NoMatch { program, relo } => no_match(program, relo),
+            RelocEvent::Ambiguity {
+                program,
+                relo,
+                candidate_bit_offset,
+                candidate,
+                first_bit_offset,
+                first,
+            } => ambiguity(
+                program,
+                relo,
+                (candidate_bit_offset, candidate),
+                (first_bit_offset, first),
+            ),
+            RelocEvent::Patched {
+                program,
+                relo,
+                insn,
+                code,
+                resolution,
+                patched: change,
+            } => patched(program, relo, insn, code, resolution, change),
+            RelocEvent::Failed {
+                program,
+                relo,
+                error,
+            } => relocation_failed(program, relo, error),
+        }
+    }
+}
+
 /// `sec 'NAME': found N CO-RE relocations`.
-pub(crate) fn section_relocations(section: &str, count: usize) {
+fn section_relocations(section: &str, count: usize) {
     if enabled(Level::Debug) {
         emit(
             Level::Debug,
@@ -167,7 +243,7 @@ pub(crate) fn section_relocations(section: &str, count: usize) {
 
 /// One `CO-RE relocating [ID] kind name: found target candidate ...` line per candidate of a
 /// local type, when its candidates are first looked up.
-pub(crate) fn candidates_found(
+fn candidates_found(
     local_btf: &Btf<'_>,
     local_type_id: u32,
     targets: &Targets<'_>,
@@ -199,7 +275,7 @@ pub(crate) fn candidates_found(
 
 /// The local spec of relocation `relo`: `prog 'NAME': relo #N: <kind> [ID] ...`, the first
 /// line libbpf prints for every relocation.
-pub(crate) fn relocation(program: &str, relo: u32, local_btf: &Btf<'_>, local: &Spec<'_>) {
+fn relocation(program: &str, relo: u32, local_btf: &Btf<'_>, local: &Spec<'_>) {
     if enabled(Level::Debug) {
         let spec = SpecText {
             btf: local_btf,
@@ -215,7 +291,7 @@ pub(crate) fn relocation(program: &str, relo: u32, local_btf: &Btf<'_>, local: &
 
 /// `matching candidate #I <spec>` (with the target spec), or `non-matching candidate #I` when
 /// `matched` is `None` (with the candidate's root type only; `kind` is the relocation's).
-pub(crate) fn candidate(
+fn candidate(
     program: &str,
     relo: u32,
     index: usize,
@@ -246,7 +322,7 @@ pub(crate) fn candidate(
 
 /// `no matching targets found`: the instruction will be poisoned (or the field reported
 /// missing).
-pub(crate) fn no_match(program: &str, relo: u32) {
+fn no_match(program: &str, relo: u32) {
     if enabled(Level::Debug) {
         emit(
             Level::Debug,
@@ -258,7 +334,7 @@ pub(crate) fn no_match(program: &str, relo: u32) {
 /// Two matching candidates disagree (the relocation then fails): libbpf's `field offset
 /// ambiguity` when their fields lie at different bit offsets, else `relocation decision
 /// ambiguity` (`cand` is the later candidate, `first` the one chosen before it).
-pub(crate) fn ambiguity(
+fn ambiguity(
     program: &str,
     relo: u32,
     (cand_bits, cand): (u32, &Resolution),
@@ -295,14 +371,7 @@ pub(crate) fn ambiguity(
 /// How patching changed instruction `insn` (index within its program; `code` is its opcode
 /// before patching): libbpf's `patched insn #N (CLASS) ...` and `substituting insn #N w/
 /// invalid insn` lines.
-pub(crate) fn patched(
-    program: &str,
-    relo: u32,
-    insn: u32,
-    code: u8,
-    res: &Resolution,
-    patched: Patched,
-) {
+fn patched(program: &str, relo: u32, insn: u32, code: u8, res: &Resolution, patched: Patched) {
     let class = code & 0x07;
     let memory = matches!(class, CLASS_LDX | CLASS_ST | CLASS_STX);
     let at = format_args!("prog '{program}': relo #{relo}:");
@@ -368,7 +437,7 @@ pub(crate) fn patched(
 
 /// A relocation that failed: `prog 'NAME': relo #N: failed to relocate: REASON` (libbpf prints
 /// the errno where this prints the reason).
-pub(crate) fn relocation_failed(program: &str, relo: u32, error: &dyn fmt::Display) {
+fn relocation_failed(program: &str, relo: u32, error: &Error) {
     emit(
         Level::Warn,
         format_args!("prog '{program}': relo #{relo}: failed to relocate: {error}"),

@@ -18,6 +18,7 @@ use btfgen::core::kernel::{
     kernel_core, user_core,
 };
 use btfgen::core::{CandidateIndex, Targets};
+use btfgen::log::LibbpfLog;
 use btfgen::object::BpfObject;
 use btfgen::object::assemble::assemble;
 use std::io;
@@ -275,7 +276,14 @@ fn load_both_ways(object: &str, vmlinux: &[u8]) -> Vec<(String, Vec<u8>)> {
     let kernel = kernel_core(&obj, &local).unwrap();
     let target = Btf::parse(vmlinux).unwrap();
     let targets = Targets::new(&target);
-    let user = user_core(&obj, &local, &targets, &mut CandidateIndex::new()).unwrap();
+    let user = user_core(
+        &obj,
+        &local,
+        &targets,
+        &mut CandidateIndex::new(),
+        &mut LibbpfLog,
+    )
+    .unwrap();
     assert_eq!(kernel.btf, user.btf);
     let btf_fd = btf_load(&kernel.btf).unwrap_or_else(|e| panic!("{object}: BPF_BTF_LOAD: {e}"));
 

@@ -252,12 +252,20 @@ fn regression_fixtures_are_current() {
 /// Relocate `object` against `target` (timed), returning every relocation's outcome.
 fn relocate_timed(what: &str, object: &[u8], target: &[u8]) -> Vec<(String, btfgen::Result<u64>)> {
     use btfgen::core::{CandidateIndex, Targets, relocate::relocate_object};
+    use btfgen::log::LibbpfLog;
     let started = Instant::now();
     let target = Btf::parse(target).unwrap();
     let obj = BpfObject::parse(object).unwrap();
     let local = Btf::parse(obj.btf_bytes().unwrap()).unwrap();
     let targets = Targets::new(&target);
-    let relocated = relocate_object(&obj, &local, &targets, &mut CandidateIndex::new()).unwrap();
+    let relocated = relocate_object(
+        &obj,
+        &local,
+        &targets,
+        &mut CandidateIndex::new(),
+        &mut LibbpfLog,
+    )
+    .unwrap();
     let elapsed = started.elapsed();
     assert!(elapsed < TIME_LIMIT, "{what}: relocating took {elapsed:?}");
     relocated

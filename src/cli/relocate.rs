@@ -7,6 +7,7 @@ use btfgen::core::kernel::kernel_core;
 use btfgen::core::patch::Patched;
 use btfgen::core::relocate::{ObjectRelocation, relocate_object};
 use btfgen::core::{CandidateIndex, RelocKind, Targets};
+use btfgen::log::LibbpfLog;
 use btfgen::object::BpfObject;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -218,8 +219,8 @@ fn relocate_all(args: &RelocateArgs, targets: &Targets<'_>) -> CliResult<ExitCod
             print_records(&mut out, &name, &obj, &local, args.json)?;
             continue;
         }
-        let relocated =
-            relocate_object(&obj, &local, targets, &mut index).map_err(context(&name))?;
+        let relocated = relocate_object(&obj, &local, targets, &mut index, &mut LibbpfLog)
+            .map_err(context(&name))?;
         if !args.json {
             writeln!(
                 out,

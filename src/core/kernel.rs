@@ -15,7 +15,7 @@
 //! records and neither.
 
 use super::relocate::relocate_object;
-use super::{CandidateIndex, Targets};
+use super::{CandidateIndex, EventSink, Targets};
 use crate::btf::Btf;
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -180,16 +180,17 @@ pub fn kernel_core<'a>(obj: &BpfObject<'a>, local: &Btf<'a>) -> Result<ObjectLoa
 }
 
 /// User-space CO-RE: every entry-point program of `obj` (whose parsed `.BTF` is `local`)
-/// assembled from code relocated against `targets` ([`relocate_object`], sharing `index`),
-/// without CO-RE records. Like libbpf, any relocation that fails fails the whole object; a
+/// assembled from code relocated against `targets` ([`relocate_object`], sharing `index` and
+/// reporting to `sink`), without CO-RE records. Like libbpf, any relocation that fails fails the whole object; a
 /// poisoned instruction is not a failure.
 pub fn user_core<'a>(
     obj: &BpfObject<'a>,
     local: &Btf<'a>,
     targets: &Targets<'_>,
     index: &mut CandidateIndex,
+    sink: &mut dyn EventSink,
 ) -> Result<ObjectLoad<'a>> {
-    let relocated = relocate_object(obj, local, targets, index)?;
+    let relocated = relocate_object(obj, local, targets, index, sink)?;
     if let Some(failed) = relocated
         .relocations
         .iter()
@@ -223,6 +224,7 @@ pub fn user_core<'a>(
 mod tests {
     use super::*;
     use crate::core::relocate::relocate_object;
+    use crate::log::LibbpfLog;
 
     const CALLS: &[u8] = include_bytes!("../../tests/data/progs/calls.bpf.o");
     const FIELDS: &[u8] = include_bytes!("../../tests/data/progs/fields.bpf.o");
@@ -279,10 +281,23 @@ mod tests {
         let (obj, local) = parse(FIELDS);
         let target = Btf::parse(FIELDS_TARGET).unwrap();
         let targets = Targets::new(&target);
-        let user = user_core(&obj, &local, &targets, &mut CandidateIndex::new()).unwrap();
+        let user = user_core(
+            &obj,
+            &local,
+            &targets,
+            &mut CandidateIndex::new(),
+            &mut LibbpfLog,
+        )
+        .unwrap();
         let kernel = kernel_core(&obj, &local).unwrap();
-        let relocated =
-            relocate_object(&obj, &local, &targets, &mut CandidateIndex::new()).unwrap();
+        let relocated = relocate_object(
+            &obj,
+            &local,
+            &targets,
+            &mut CandidateIndex::new(),
+            &mut LibbpfLog,
+        )
+        .unwrap();
         let mut checked = 0;
         for (u, k) in user.programs.iter().zip(&kernel.programs) {
             assert!(u.core_relos.is_empty());
@@ -306,7 +321,14 @@ mod tests {
         let (obj, local) = parse(AMBIGUOUS);
         let target = Btf::parse(AMBIGUOUS_TARGET).unwrap();
         let targets = Targets::new(&target);
-        let err = user_core(&obj, &local, &targets, &mut CandidateIndex::new()).unwrap_err();
+        let err = user_core(
+            &obj,
+            &local,
+            &targets,
+            &mut CandidateIndex::new(),
+            &mut LibbpfLog,
+        )
+        .unwrap_err();
         assert!(
             matches!(err, Error::AmbiguousRelocation { relo: 1, .. }),
             "{err:?}"

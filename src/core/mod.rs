@@ -8,6 +8,7 @@
 
 pub mod calc;
 pub mod candidates;
+pub mod events;
 pub mod kernel;
 pub mod matching;
 pub mod patch;
@@ -16,12 +17,12 @@ pub mod spec;
 
 pub use calc::{PoisonReason, Resolution};
 pub use candidates::{BtfSource, Candidate, CandidateIndex, ScanPlan, Targets};
+pub use events::{EventSink, RelocEvent};
 pub use spec::Spec;
 
 use crate::btf::Btf;
 use crate::error::{Error, Result};
 use crate::fallible;
-use crate::log;
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 
@@ -155,7 +156,7 @@ impl CandidateCache {
 
 /// Resolve one relocation of `local_btf` (libbpf's `bpf_core_resolve_relo` +
 /// `bpf_core_calc_relo_insn`). `relo` is the record's index, used in errors; `program` and
-/// `relo` name the relocation in the log ([`crate::log`]).
+/// `relo` name the relocation in the events reported to `sink`.
 #[allow(clippy::too_many_arguments)]
 pub fn resolve<'t>(
     local_btf: &Btf<'_>,
@@ -168,6 +169,7 @@ pub fn resolve<'t>(
     index: &CandidateIndex,
     cache: &mut CandidateCache,
     target_is_le: bool,
+    sink: &mut dyn EventSink,
 ) -> Result<Resolved<'t>> {
     let at = |e: Error| match e {
         Error::BadRelocation { reason, .. } => Error::BadRelocation { relo, reason },
@@ -181,8 +183,14 @@ pub fn resolve<'t>(
     let local_type = local_btf.type_by_id(local_type_id).map_err(at)?;
     let local_name = local_btf.name(local_type.name_off).map_err(at)?;
     let local = spec::parse_local_spec(local_btf, local_type_id, access, kind).map_err(at)?;
+    let relocating = RelocEvent::Relocating {
+        program,
+        relo,
+        local_btf,
+        local: &local,
+    };
     if kind == RelocKind::TypeIdLocal {
-        log::relocation(program, relo, local_btf, &local);
+        sink.event(relocating);
         let id = u64::from(local_type_id);
         let res = Resolution {
             orig_val: id,
@@ -196,7 +204,7 @@ pub fn resolve<'t>(
         });
     }
     if local_name.is_empty() {
-        log::relocation(program, relo, local_btf, &local);
+        sink.event(relocating);
         return Err(Error::BadRelocation {
             relo,
             reason: "relocation against an anonymous type",
@@ -204,7 +212,12 @@ pub fn resolve<'t>(
     }
     if !cache.lists.contains_key(&local_type_id) {
         let list = index.candidates(local_name, local_type.kind())?;
-        log::candidates_found(local_btf, local_type_id, targets, &list);
+        sink.event(RelocEvent::CandidatesFound {
+            local_btf,
+            local_type_id,
+            targets,
+            candidates: &list,
+        });
         cache.lists.try_reserve(1)?;
         cache.lists.insert(local_type_id, list);
     }
@@ -212,13 +225,21 @@ pub fn resolve<'t>(
         .lists
         .get_mut(&local_type_id)
         .ok_or(Error::OutOfMemory)?;
-    log::relocation(program, relo, local_btf, &local);
+    sink.event(relocating);
     let mut chosen: Option<Resolution> = None;
     let mut matches: Vec<(Candidate, Spec<'t>)> = Vec::new();
     for (i, cand) in cands.iter().enumerate() {
         let targ_btf = targets.btf(cand.source);
         let targ = matching::spec_match(local_btf, &local, targ_btf, cand.id).map_err(at)?;
-        log::candidate(program, relo, i, targ_btf, cand.id, kind, targ.as_ref());
+        sink.event(RelocEvent::CandidateTried {
+            program,
+            relo,
+            index: i,
+            target_btf: targ_btf,
+            candidate_id: cand.id,
+            kind,
+            matched: targ.as_ref(),
+        });
         let Some(targ) = targ else {
             continue;
         };
@@ -230,12 +251,14 @@ pub fn resolve<'t>(
                 || res.poison != first_res.poison
                 || res.new_val != first_res.new_val
             {
-                log::ambiguity(
+                sink.event(RelocEvent::Ambiguity {
                     program,
                     relo,
-                    (targ.bit_offset, &res),
-                    (first_spec.bit_offset, first_res),
-                );
+                    candidate_bit_offset: targ.bit_offset,
+                    candidate: &res,
+                    first_bit_offset: first_spec.bit_offset,
+                    first: first_res,
+                });
                 return Err(Error::AmbiguousRelocation {
                     relo,
                     first: first.id,
@@ -260,7 +283,7 @@ pub fn resolve<'t>(
             Ok(Resolved { res, matches })
         }
         None => {
-            log::no_match(program, relo);
+            sink.event(RelocEvent::NoMatch { program, relo });
             let mut res = calc::calc_relo(local_btf, &local, targets.main(), None, target_is_le)
                 .map_err(at)?;
             if res.poison.is_some() && cands.is_empty() {

@@ -4,11 +4,12 @@
 
 use super::patch::{Patched, patch_insn};
 use super::spec::essential_name;
-use super::{CandidateCache, CandidateIndex, RelocKind, Resolved, Targets, resolve};
+use super::{
+    CandidateCache, CandidateIndex, EventSink, RelocEvent, RelocKind, Resolved, Targets, resolve,
+};
 use crate::btf::{Btf, Kind};
 use crate::error::{Error, Result};
 use crate::fallible;
-use crate::log;
 use crate::object::{BpfObject, INSN_SIZE, Insn};
 use alloc::vec::Vec;
 use object::endian::Endian;
@@ -75,13 +76,15 @@ pub fn local_type_names<'o>(obj: &BpfObject<'o>, local: &Btf<'o>) -> Result<Vec<
 }
 
 /// Relocate every CO-RE record of `obj` (whose parsed `.BTF` is `local`) against `targets`,
-/// growing the shared candidate `index` with the names this object needs. Errors of single
+/// growing the shared candidate `index` with the names this object needs, and reporting each
+/// step to `sink` (pass [`crate::log::LibbpfLog`] for libbpf's log). Errors of single
 /// relocations are reported in their `outcome`; only malformed objects fail as a whole.
 pub fn relocate_object<'o, 't>(
     obj: &BpfObject<'o>,
     local: &Btf<'o>,
     targets: &Targets<'t>,
     index: &mut CandidateIndex,
+    sink: &mut dyn EventSink,
 ) -> Result<RelocatedObject<'o, 't>> {
     index.ensure(targets, local_type_names(obj, local)?.iter().copied())?;
 
@@ -97,7 +100,10 @@ pub fn relocate_object<'o, 't>(
         })?;
         let mut insns: Vec<Insn> = fallible::vec_with_capacity(code.insn_count())?;
         insns.extend((0..code.insn_count()).filter_map(|i| code.insn(i)));
-        log::section_relocations(section.name, section.records.len());
+        sink.event(RelocEvent::SectionRelocations {
+            section: section.name,
+            count: section.records.len(),
+        });
         for (relo, rec) in section.records.indexed() {
             if rec.insn_off as usize % INSN_SIZE != 0 {
                 return Err(Error::BadBtfExt {
@@ -130,6 +136,7 @@ pub fn relocate_object<'o, 't>(
                     index,
                     &mut cache,
                     target_is_le,
+                    sink,
                 )
                 .and_then(|resolved| {
                     let code = insns.get(section_insn as usize).map_or(0, |i| i.code);
@@ -140,13 +147,24 @@ pub fn relocate_object<'o, 't>(
                             }
                             other => other,
                         })?;
-                    log::patched(program.name, relo, insn, code, &resolved.res, patched);
+                    sink.event(RelocEvent::Patched {
+                        program: program.name,
+                        relo,
+                        insn,
+                        code,
+                        resolution: &resolved.res,
+                        patched,
+                    });
                     Ok((resolved, patched))
                 }),
             };
             match &outcome {
                 Err(Error::OutOfMemory) => return Err(Error::OutOfMemory),
-                Err(e) => log::relocation_failed(program.name, relo, e),
+                Err(error) => sink.event(RelocEvent::Failed {
+                    program: program.name,
+                    relo,
+                    error,
+                }),
                 Ok(_) => {}
             }
             fallible::push(

@@ -17,6 +17,7 @@ use crate::core::kernel::{
 };
 use crate::core::{CandidateIndex, Targets};
 use crate::error::{Error, Result};
+use crate::log::LibbpfLog;
 use crate::object::BpfObject;
 use alloc::vec::Vec;
 use core::ffi::{CStr, c_char, c_int, c_void};
@@ -150,7 +151,13 @@ fn prepare<'a>(obj_data: &'a [u8], targ: Option<&btf>) -> Result<ObjectLoad<'a>>
         None => kernel_core(&obj, &local),
         Some(targ) => targ.data.with_parsed(&mut |target| {
             let targets = Targets::new(target);
-            user_core(&obj, &local, &targets, &mut CandidateIndex::new())
+            user_core(
+                &obj,
+                &local,
+                &targets,
+                &mut CandidateIndex::new(),
+                &mut LibbpfLog,
+            )
         }),
     }
 }

@@ -9,6 +9,7 @@ use crate::core::relocate::{RelocatedObject, local_type_names, relocate_object};
 use crate::core::{Candidate, CandidateIndex, RelocKind, Targets};
 use crate::error::{Error, Result};
 use crate::fallible;
+use crate::log::LibbpfLog;
 use crate::object::BpfObject;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -117,12 +118,13 @@ impl<'t> RelocInfo<'t> {
     /// Relocate every CO-RE record of `obj` against the targets, with this info's candidate
     /// index, without recording anything: each relocation's result, for a caller that reports
     /// them before [`RelocInfo::add_relocated`] (what [`RelocInfo::add_object`] does in one step).
+    /// Each step goes to libbpf's log ([`LibbpfLog`]).
     pub fn relocate<'o>(
         &mut self,
         obj: &BpfObject<'o>,
         local: &Btf<'o>,
     ) -> Result<RelocatedObject<'o, 't>> {
-        relocate_object(obj, local, &self.targets, &mut self.index)
+        relocate_object(obj, local, &self.targets, &mut self.index, &mut LibbpfLog)
     }
 
     /// Record what the relocations of one object (from [`RelocInfo::relocate`] on this info)
