@@ -160,8 +160,8 @@ struct FileScan {
     children: Vec<String>,
     /// Names bound by `use`, at the file's own level or in its inline modules.
     bindings: Vec<Binding>,
-    /// Paths written outside `use` that start at `crate`, `super`, `self`, a child module or
-    /// (in the binary) the library.
+    /// Paths of two segments or more written outside `use` (`crate::x::f`, `child::T`,
+    /// `bound::f`, and outside crates' `std::fs::read`, told apart when resolved).
     paths: Vec<Written>,
 }
 
@@ -247,7 +247,7 @@ fn use_tree(
     }
 }
 
-fn scan(text: &str, is_binary: bool) -> FileScan {
+fn scan(text: &str) -> FileScan {
     let tokens = tokenize(text);
     let mut scan = FileScan::default();
     // The brace depth at which each open inline module began.
@@ -308,9 +308,6 @@ fn scan(text: &str, is_binary: bool) -> FileScan {
                         Some(Token::PathSep | Token::Punct('.' | '$'))
                     ) =>
             {
-                let starts_here = matches!(first.as_str(), "crate" | "super" | "self")
-                    || (is_binary && first == "btfgen")
-                    || scan.children.contains(first);
                 let mut segments = vec![first.clone()];
                 let mut j = i + 1;
                 while tokens.get(j) == Some(&Token::PathSep) {
@@ -320,12 +317,10 @@ fn scan(text: &str, is_binary: bool) -> FileScan {
                     segments.push(next.clone());
                     j += 2;
                 }
-                if starts_here {
-                    scan.paths.push(Written {
-                        inline_depth: inline.len(),
-                        segments,
-                    });
-                }
+                scan.paths.push(Written {
+                    inline_depth: inline.len(),
+                    segments,
+                });
                 i = j;
                 continue;
             }
@@ -365,7 +360,7 @@ impl Tree {
             let Ok(text) = fs::read_to_string(&file) else {
                 continue;
             };
-            let scan = scan(&text, id.0 == Crate::Binary);
+            let scan = scan(&text);
             // A `mod.rs`/crate root's children live beside it; `a/b.rs`'s in `a/b/`.
             let is_dir_root = matches!(
                 file.file_name().and_then(|n| n.to_str()),
@@ -399,13 +394,13 @@ impl Tree {
         )
     }
 
-    /// The module file a path written in `from` names something of, `None` outside the crates.
+    /// The module file whose item a path written in `from` names: `from` itself for an item of
+    /// its own or of an outside crate (no edge either way).
     fn resolve(&self, from: &ModuleId, written: &Written, hops: usize) -> Option<ModuleId> {
-        let (krate, mut at) = from.clone();
+        let (mut krate, mut at) = from.clone();
         let mut segments = written.segments.iter().peekable();
         // Inside inline modules, the first `super`s stay in the file.
         let mut inline_levels = written.inline_depth;
-        let mut krate = krate;
         match segments.peek().map(|s| s.as_str()) {
             Some("crate") => {
                 at.clear();
@@ -416,12 +411,7 @@ impl Tree {
                 at.clear();
                 segments.next();
             }
-            Some("super" | "self") => {}
-            Some(first)
-                if self
-                    .children(&(krate, at.clone()))
-                    .contains(&first.to_string()) => {}
-            _ => return None,
+            _ => {}
         }
         while segments.peek().map(|s| s.as_str()) == Some("super") {
             segments.next();
@@ -435,13 +425,14 @@ impl Tree {
         self.walk(krate, at, &rest, hops)
     }
 
-    fn children(&self, id: &ModuleId) -> Vec<String> {
+    fn children(&self, id: &ModuleId) -> &[String] {
         self.modules
             .get(id)
-            .map_or_else(Vec::new, |(_, scan)| scan.children.clone())
+            .map_or(&[], |(_, scan)| scan.children.as_slice())
     }
 
-    /// From module `at`, follow `rest` into child modules and through `use` bindings.
+    /// From module `at`, follow `rest` into child modules and through `use` bindings
+    /// (`use super::errno; errno::set_errno()` names `errno`'s item).
     fn walk(
         &self,
         krate: Crate,
@@ -730,4 +721,10 @@ fn a_folder_root_is_no_floor_but_its_siblings_are() {
         "pub struct A; fn f() { let _ = super::b::B(A); }",
     );
     assert_eq!(made_up("folder-cycle", &files).cycles().len(), 1);
+    // Through a name a `use` binds.
+    files[2] = (
+        "folder/a.rs",
+        "use super::b; pub struct A; fn f() { b::B(A); }",
+    );
+    assert_eq!(made_up("folder-cycle-bound", &files).cycles().len(), 1);
 }
