@@ -1,0 +1,1 @@
+//! Hand-assembled programs for the exploration.
