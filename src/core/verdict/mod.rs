@@ -6,7 +6,7 @@
 //! caller. A poisoned instruction (a call to helper `POISON_HELPER_ID`) makes the verifier
 //! refuse the program only if a path reaches it; guards such as `bpf_core_field_exists()`
 //! relocate to a constant the verifier branches on, and it never visits the dead edge. The
-//! [`interp`] pass follows the verifier's exploration over the relocated, assembled
+//! `interp` pass follows the verifier's exploration over the relocated, assembled
 //! instructions and says which poisons it reaches, and through which branches.
 
 mod describe;
