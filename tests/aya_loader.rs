@@ -27,7 +27,7 @@ const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 
 /// Objects aya-obj 0.2.1 fails with the full target BTF where libbpf succeeds: object, the
 /// text its error must contain, and why.
-const AYA_DEPARTURES: [(&str, &str, &str); 6] = [
+const AYA_DEPARTURES: [(&str, &str, &str); 7] = [
     (
         "progs/flavors.bpf.o",
         "ConflictingCandidates",
@@ -57,6 +57,11 @@ const AYA_DEPARTURES: [(&str, &str, &str); 6] = [
         "progs/module.bpf.o",
         "parse object",
         "its BTF parser rejects the object",
+    ),
+    (
+        "progs/guards.bpf.o",
+        "parse object",
+        "its BTF parser rejects the object (no type_matches relocation kind)",
     ),
 ];
 

@@ -240,6 +240,14 @@ impl<'a> BpfObject<'a> {
         self.sections.get(pos)
     }
 
+    /// The name of ELF section `index`, any section (`.rodata`, `.kconfig`, maps ...), when it
+    /// exists and its name is UTF-8: what a relocation's `symbol_section` points into.
+    pub fn elf_section_name(&self, index: usize) -> Option<&'a str> {
+        let sh = self.elf_sections.section(SectionIndex(index)).ok()?;
+        let name = self.elf_sections.section_name(self.endian, sh).ok()?;
+        core::str::from_utf8(name).ok()
+    }
+
     /// Every program and subprogram (global and static `STT_FUNC` symbols in executable
     /// sections), sorted by (section index, offset): libbpf's program list.
     pub fn programs(&self) -> &[Program<'a>] {

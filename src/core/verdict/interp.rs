@@ -1,0 +1,1143 @@
+//! The abstract interpreter: the kernel verifier's path exploration (`do_check`), reduced to
+//! what decides whether a poisoned instruction is reachable.
+//!
+//! Each path carries registers r0-r10 and 8-byte stack slots per call frame. Values are
+//! constants (with the relocation whose patched immediate they come from), values the loader
+//! sets before load (`.rodata`, `.kconfig`, ksyms), pointers, or unknown scalars. Like the
+//! verifier, a conditional jump whose operands are both known takes only its live edge
+//! (`is_branch_taken`), any other forks the path; stack slots keep what the verifier keeps
+//! (`check_stack_write_fixed_off` / `check_stack_read_fixed_off`): spilled registers and `BPF_ST`
+//! immediates at 8-byte aligned offsets, bytes known to be zero, everything else unknown.
+//! Static sub-programs and callbacks are entered with a new frame; global sub-programs are
+//! checked on their own with unknown arguments and return an unknown value, as the verifier
+//! does. A path is dropped when the exact same state was already explored from a fork, and the
+//! whole exploration is bounded by a visit and a state budget. The work list is a heap
+//! `Vec`: nothing recurses on the Rust stack.
+
+use super::{Branch, Operand};
+use crate::core::patch::POISON_HELPER_ID;
+use crate::error::{Error, Result};
+use crate::fallible;
+use crate::object::Insn;
+use alloc::vec::Vec;
+use hashbrown::{HashMap, HashSet};
+
+const CLASS_LD: u8 = 0x00;
+const CLASS_LDX: u8 = 0x01;
+const CLASS_ST: u8 = 0x02;
+const CLASS_STX: u8 = 0x03;
+const CLASS_ALU: u8 = 0x04;
+const CLASS_JMP: u8 = 0x05;
+const CLASS_JMP32: u8 = 0x06;
+const CLASS_ALU64: u8 = 0x07;
+const SRC_X: u8 = 0x08;
+const MODE_MEM: u8 = 0x60;
+const MODE_MEMSX: u8 = 0x80;
+const MODE_ATOMIC: u8 = 0xc0;
+const LD_IMM64: u8 = 0x18;
+const OP_JA: u8 = 0x00;
+const OP_CALL: u8 = 0x80;
+const OP_EXIT: u8 = 0x90;
+const OP_JCOND: u8 = 0xe0;
+const PSEUDO_CALL: u8 = 1;
+const PSEUDO_FUNC: u8 = 4;
+const ATOMIC_FETCH: i32 = 0x01;
+const ATOMIC_CMPXCHG: i32 = 0xf1;
+const LOAD_ACQUIRE: i32 = 0x100;
+/// The frame pointer, r10.
+const FP: usize = 10;
+/// `MAX_BPF_STACK`.
+const STACK_SIZE: i32 = 512;
+/// `MAX_CALL_FRAMES`.
+const MAX_FRAMES: usize = 8;
+
+/// What the assembled program says about one instruction beyond its bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Annotation {
+    /// Nothing.
+    None,
+    /// Its immediate was patched by CO-RE relocation `n` (index into the object's relocations).
+    Relocated(u32),
+    /// An `ld_imm64` of an address in data the loader fills and freezes before load (`.rodata*`,
+    /// `.kconfig`): never null, and what it points at is known only at load time.
+    LoadTimeData,
+    /// An `ld_imm64` of an undefined extern (ksym or kconfig): its address, possibly 0 for a
+    /// weak ksym, and what it points at are known only at load time.
+    Extern,
+    /// An `ld_imm64` of other data (maps, `.data`, `.bss`): a pointer to runtime values.
+    RuntimeData,
+}
+
+/// The program to explore.
+pub(super) struct Code<'c> {
+    /// The assembled instructions.
+    pub insns: &'c [Insn],
+    /// One annotation per instruction.
+    pub annotations: &'c [Annotation],
+    /// First instructions of the global sub-programs, which the verifier checks on their own.
+    pub global_subprogs: &'c [u32],
+}
+
+/// Bounds on the exploration.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Budget {
+    /// Instructions executed over all paths.
+    pub visits: u32,
+    /// States remembered at forks.
+    pub states: usize,
+}
+
+/// The first load-time branch on a path to a poison.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LoadTimeEdge {
+    /// The branch.
+    pub branch: Branch,
+    /// Which edge the path took.
+    pub taken: bool,
+    /// Whether it is the only load-time branch on the path: then the poison is reached
+    /// whenever the loader's value sends the branch this way.
+    pub sole: bool,
+}
+
+/// How a path reached a poisoned instruction.
+#[derive(Debug)]
+pub(super) struct Reach {
+    /// The poisoned instruction.
+    pub poison: u32,
+    /// The first load-time branch on the path, if any.
+    pub load_time: Option<LoadTimeEdge>,
+    /// The forks on the path (both edges live), oldest first.
+    pub forks: Vec<Branch>,
+}
+
+/// What the exploration found.
+#[derive(Debug, Default)]
+pub(super) struct Outcome {
+    /// Poisoned instructions reached: one per (poison, load-time or not).
+    pub reached: Vec<Reach>,
+    /// Each branch decided on a path, keyed by (jump, dead edge's target).
+    pub decided: HashMap<(u32, u32), Branch>,
+    /// Instructions executed on some path.
+    pub visited: Vec<bool>,
+    /// Instructions executed over all paths.
+    pub visits: u32,
+    /// Whether the budget (or the call depth limit) stopped the exploration.
+    pub exhausted: bool,
+}
+
+/// An abstract register value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Value {
+    /// Never written (`NOT_INIT`).
+    Uninit,
+    /// A scalar the verifier does not know.
+    Unknown,
+    /// A known scalar, and the relocation it was patched by.
+    Const { value: u64, origin: Option<u32> },
+    /// A scalar the loader sets; `at` is the instruction that loaded its address.
+    LoadTime { at: u32 },
+    /// A pointer into load-time data, or an extern's address (`nullable`).
+    LoadTimePtr { at: u32, nullable: bool },
+    /// A non-null pointer this pass does not follow (context, map value).
+    Pointer,
+    /// A pointer into frame `frame`'s stack, `off` bytes from its frame pointer.
+    Stack { frame: u8, off: i32 },
+    /// A sub-program's address (callback), by first instruction.
+    Func { start: u32 },
+}
+
+impl Value {
+    fn known(value: u64) -> Value {
+        Value::Const {
+            value,
+            origin: None,
+        }
+    }
+
+    fn is_scalar(self) -> bool {
+        matches!(
+            self,
+            Value::Unknown | Value::Const { .. } | Value::LoadTime { .. }
+        )
+    }
+
+    fn operand(self, reg: Option<u8>) -> Operand {
+        let (value, origin) = match self {
+            Value::Const { value, origin } => (Some(value), origin),
+            _ => (None, None),
+        };
+        Operand {
+            reg,
+            value,
+            relocation: origin.map(|r| r as usize),
+            load_time: matches!(self, Value::LoadTime { .. } | Value::LoadTimePtr { .. }),
+        }
+    }
+}
+
+/// What the verifier knows of one stack byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Byte {
+    Misc,
+    Zero,
+    Spill,
+}
+
+/// One 8-byte stack slot; `bytes[0]` is its lowest address (the verifier's `slot_type[7]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Slot {
+    spilled: Option<Value>,
+    bytes: [Byte; 8],
+}
+
+const EMPTY_SLOT: Slot = Slot {
+    spilled: None,
+    bytes: [Byte::Misc; 8],
+};
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Frame {
+    regs: [Value; 11],
+    /// Slots by offset of their lowest byte from the frame pointer, sorted.
+    stack: Vec<(i32, Slot)>,
+    /// Where the caller goes on when this frame exits.
+    ret: u32,
+    /// A callback's frame: its return value does not reach the caller.
+    callback: bool,
+}
+
+impl Frame {
+    fn new(depth: usize, args: [Value; 5], ret: u32, callback: bool) -> Frame {
+        let mut regs = [Value::Uninit; 11];
+        for (reg, arg) in regs.iter_mut().skip(1).zip(args) {
+            *reg = arg;
+        }
+        regs[FP] = Value::Stack {
+            frame: depth as u8,
+            off: 0,
+        };
+        Frame {
+            regs,
+            stack: Vec::new(),
+            ret,
+            callback,
+        }
+    }
+
+    fn try_clone(&self) -> Result<Frame> {
+        Ok(Frame {
+            regs: self.regs,
+            stack: fallible::to_vec(&self.stack)?,
+            ret: self.ret,
+            callback: self.callback,
+        })
+    }
+
+    fn slot(&self, base: i32) -> Option<&Slot> {
+        let pos = self.stack.binary_search_by_key(&base, |s| s.0).ok()?;
+        self.stack.get(pos).map(|s| &s.1)
+    }
+
+    fn slot_mut(&mut self, base: i32) -> Result<&mut Slot> {
+        let pos = match self.stack.binary_search_by_key(&base, |s| s.0) {
+            Ok(pos) => pos,
+            Err(pos) => {
+                self.stack.try_reserve(1)?;
+                self.stack.insert(pos, (base, EMPTY_SLOT));
+                pos
+            }
+        };
+        self.stack
+            .get_mut(pos)
+            .map(|s| &mut s.1)
+            .ok_or(Error::InvalidArgument("verdict: stack slot vanished"))
+    }
+}
+
+/// The state the verifier compares when it prunes: position and frames, and which load-time
+/// branches led here (so a poison reached both ways is told from one reached one way).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct State {
+    pc: u32,
+    frames: Vec<Frame>,
+    /// The first load-time branch on the path and the edge taken.
+    load_time: Option<(u32, bool)>,
+    /// Whether more load-time branches followed it.
+    more_load_time: bool,
+}
+
+impl State {
+    fn try_clone(&self) -> Result<State> {
+        let mut frames = fallible::vec_with_capacity(self.frames.len())?;
+        for frame in &self.frames {
+            frames.push(frame.try_clone()?);
+        }
+        Ok(State {
+            pc: self.pc,
+            frames,
+            load_time: self.load_time,
+            more_load_time: self.more_load_time,
+        })
+    }
+}
+
+/// A state and how the path got there (not part of pruning).
+struct Path {
+    state: State,
+    /// Last fork on the path, in `Explorer::forks`.
+    trail: Option<u32>,
+    /// The first load-time branch on the path.
+    load_time: Option<u32>,
+}
+
+/// One fork, linked to the previous fork on its path.
+struct ForkNode {
+    branch: Branch,
+    parent: Option<u32>,
+}
+
+enum Step {
+    Next,
+    End,
+    Fork(Path),
+}
+
+struct Explorer<'c> {
+    code: &'c Code<'c>,
+    budget: Budget,
+    seen: HashSet<State>,
+    forks: Vec<ForkNode>,
+    globals_called: Vec<u32>,
+    out: Outcome,
+}
+
+/// Explore every path of `code` from instruction 0, then every global sub-program called on
+/// the way.
+pub(super) fn explore(code: &Code<'_>, budget: Budget) -> Result<Outcome> {
+    let mut visited = fallible::vec_with_capacity(code.insns.len())?;
+    visited.resize(code.insns.len(), false);
+    let mut explorer = Explorer {
+        code,
+        budget,
+        seen: HashSet::new(),
+        forks: Vec::new(),
+        globals_called: Vec::new(),
+        out: Outcome {
+            visited,
+            ..Outcome::default()
+        },
+    };
+    // The program's context is a non-null pointer.
+    explorer.run(
+        0,
+        [
+            Value::Pointer,
+            Value::Uninit,
+            Value::Uninit,
+            Value::Uninit,
+            Value::Uninit,
+        ],
+    )?;
+    let mut next = 0;
+    while let Some(&start) = explorer.globals_called.get(next) {
+        next += 1;
+        if explorer.out.exhausted {
+            break;
+        }
+        explorer.run(start, [Value::Unknown; 5])?;
+    }
+    Ok(explorer.out)
+}
+
+/// `value` truncated to `bytes` bytes, sign-extended when `signed`.
+fn truncate(value: u64, bytes: u32, signed: bool) -> u64 {
+    match (bytes, signed) {
+        (1, false) => value as u8 as u64,
+        (2, false) => value as u16 as u64,
+        (4, false) => value as u32 as u64,
+        (1, true) => value as i8 as i64 as u64,
+        (2, true) => value as i16 as i64 as u64,
+        (4, true) => value as i32 as i64 as u64,
+        _ => value,
+    }
+}
+
+fn mem_size(code: u8) -> u32 {
+    match code & 0x18 {
+        0x18 => 8,
+        0x00 => 4,
+        0x08 => 2,
+        _ => 1,
+    }
+}
+
+/// The kernel's `is_branch_taken` on two known values: `Some(taken)`, or `None` for an op that
+/// is not a conditional jump.
+fn branch_taken(op: u8, is32: bool, left: u64, right: u64) -> Option<bool> {
+    let (l, r) = if is32 {
+        (left as u32 as u64, right as u32 as u64)
+    } else {
+        (left, right)
+    };
+    let (sl, sr) = if is32 {
+        (i64::from(left as i32), i64::from(right as i32))
+    } else {
+        (left as i64, right as i64)
+    };
+    Some(match op {
+        0x10 => l == r,
+        0x20 => l > r,
+        0x30 => l >= r,
+        0x40 => l & r != 0,
+        0x50 => l != r,
+        0x60 => sl > sr,
+        0x70 => sl >= sr,
+        0xa0 => l < r,
+        0xb0 => l <= r,
+        0xc0 => sl < sr,
+        0xd0 => sl <= sr,
+        _ => return None,
+    })
+}
+
+/// A constant ALU operation as the BPF ISA defines it; `None` where the verifier does not keep
+/// the result known (shift amounts out of range).
+fn alu(op: u8, is32: bool, off: i16, dst: u64, src: u64) -> Option<u64> {
+    let width = if is32 { 32 } else { 64 };
+    let (d, s) = if is32 {
+        (dst as u32 as u64, src as u32 as u64)
+    } else {
+        (dst, src)
+    };
+    let signed = |v: u64| {
+        if is32 { i64::from(v as i32) } else { v as i64 }
+    };
+    let value = match op {
+        0x00 => d.wrapping_add(s),
+        0x10 => d.wrapping_sub(s),
+        0x20 => d.wrapping_mul(s),
+        0x30 if off == 1 => {
+            let (a, b) = (signed(d), signed(s));
+            if b == 0 {
+                0
+            } else if is32 {
+                (a as i32).wrapping_div(b as i32) as u32 as u64
+            } else {
+                a.wrapping_div(b) as u64
+            }
+        }
+        0x30 => d.checked_div(s).unwrap_or(0),
+        0x40 => d | s,
+        0x50 => d & s,
+        0x60 if s < width => d << s,
+        0x70 if s < width => d >> s,
+        0x80 => d.wrapping_neg(),
+        0x90 if off == 1 => {
+            let (a, b) = (signed(d), signed(s));
+            if b == 0 {
+                d
+            } else if is32 {
+                (a as i32).wrapping_rem(b as i32) as u32 as u64
+            } else {
+                a.wrapping_rem(b) as u64
+            }
+        }
+        0x90 => d.checked_rem(s).unwrap_or(d),
+        0xa0 => d ^ s,
+        0xb0 => match off {
+            8 => s as i8 as i64 as u64,
+            16 => s as i16 as i64 as u64,
+            32 if !is32 => s as i32 as i64 as u64,
+            _ => s,
+        },
+        0xc0 if s < width => {
+            if is32 {
+                ((d as i32) >> s) as u32 as u64
+            } else {
+                ((d as i64) >> s) as u64
+            }
+        }
+        _ => return None,
+    };
+    Some(if is32 { value as u32 as u64 } else { value })
+}
+
+/// `BPF_END`: byte swaps (ALU64, and ALU to big endian on this little-endian model) or
+/// truncations (ALU to little endian) to `bits`.
+fn endian(value: u64, bits: i32, swap: bool) -> Option<u64> {
+    Some(match (bits, swap) {
+        (16, false) => value as u16 as u64,
+        (32, false) => value as u32 as u64,
+        (64, false) => value,
+        (16, true) => (value as u16).swap_bytes() as u64,
+        (32, true) => (value as u32).swap_bytes() as u64,
+        (64, true) => value.swap_bytes(),
+        _ => return None,
+    })
+}
+
+impl Explorer<'_> {
+    fn run(&mut self, start: u32, args: [Value; 5]) -> Result<()> {
+        let mut frames = Vec::new();
+        fallible::push(&mut frames, Frame::new(0, args, u32::MAX, false))?;
+        let mut work: Vec<Path> = Vec::new();
+        fallible::push(
+            &mut work,
+            Path {
+                state: State {
+                    pc: start,
+                    frames,
+                    load_time: None,
+                    more_load_time: false,
+                },
+                trail: None,
+                load_time: None,
+            },
+        )?;
+        while let Some(mut path) = work.pop() {
+            loop {
+                if self.out.visits >= self.budget.visits {
+                    self.out.exhausted = true;
+                    return Ok(());
+                }
+                self.out.visits += 1;
+                match self.step(&mut path)? {
+                    Step::Next => {}
+                    Step::End => break,
+                    Step::Fork(other) => fallible::push(&mut work, other)?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a path in `state` must still be explored: remembers it, and `false` when it
+    /// was seen already or the state budget is spent.
+    fn first_visit(&mut self, state: &State) -> Result<bool> {
+        if self.seen.contains(state) {
+            return Ok(false);
+        }
+        if self.seen.len() >= self.budget.states {
+            self.out.exhausted = true;
+            return Ok(false);
+        }
+        self.seen.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
+        self.seen.insert(state.try_clone()?);
+        Ok(true)
+    }
+
+    /// Execute one instruction of `path`.
+    fn step(&mut self, path: &mut Path) -> Result<Step> {
+        let pc = path.state.pc;
+        let Some(insn) = self.code.insns.get(pc as usize).copied() else {
+            // Falling off the program: the verifier rejects it for that, not for a poison.
+            return Ok(Step::End);
+        };
+        if let Some(v) = self.out.visited.get_mut(pc as usize) {
+            *v = true;
+        }
+        let annotation = self
+            .code
+            .annotations
+            .get(pc as usize)
+            .copied()
+            .unwrap_or(Annotation::None);
+        let class = insn.code & 0x07;
+        let dst = usize::from(insn.dst_reg);
+        let Some(frame) = path.state.frames.last_mut() else {
+            return Ok(Step::End);
+        };
+        if dst > FP || (usize::from(insn.src_reg) > FP && class != CLASS_LD) {
+            return Ok(Step::End);
+        }
+        let next = pc.wrapping_add(1);
+        match class {
+            CLASS_LD if insn.code == LD_IMM64 => {
+                let high = self.code.insns.get(next as usize).map_or(0, |i| i.imm);
+                let imm = u64::from(insn.imm as u32) | (u64::from(high as u32) << 32);
+                let value = match (insn.src_reg, annotation) {
+                    (PSEUDO_FUNC, _) => Value::Func {
+                        start: (i64::from(pc) + i64::from(insn.imm) + 1) as u32,
+                    },
+                    (0, Annotation::Relocated(r)) => Value::Const {
+                        value: imm,
+                        origin: Some(r),
+                    },
+                    (0, Annotation::LoadTimeData) => Value::LoadTimePtr {
+                        at: pc,
+                        nullable: false,
+                    },
+                    (0, Annotation::Extern) => Value::LoadTimePtr {
+                        at: pc,
+                        nullable: true,
+                    },
+                    (0, Annotation::None) => Value::known(imm),
+                    _ => Value::Pointer,
+                };
+                set(frame, dst, value);
+                path.state.pc = pc.wrapping_add(2);
+            }
+            CLASS_LD => {
+                // Legacy packet loads: a helper-like call.
+                clobber_call(frame, Value::Unknown);
+                path.state.pc = next;
+            }
+            CLASS_LDX => {
+                let mode = insn.code & 0xe0;
+                let addr = reg(frame, insn.src_reg);
+                let value = match (mode, addr) {
+                    (MODE_MEM | MODE_MEMSX, Value::Stack { frame: f, off }) => read_stack(
+                        &path.state.frames,
+                        f,
+                        off.saturating_add(i32::from(insn.off)),
+                        mem_size(insn.code),
+                        mode == MODE_MEMSX,
+                    ),
+                    (_, Value::LoadTimePtr { at, .. }) => Value::LoadTime { at },
+                    _ => Value::Unknown,
+                };
+                if let Some(frame) = path.state.frames.last_mut() {
+                    set(frame, dst, value);
+                }
+                path.state.pc = next;
+            }
+            CLASS_ST | CLASS_STX => {
+                let mode = insn.code & 0xe0;
+                let target = reg(frame, insn.dst_reg);
+                let size = mem_size(insn.code);
+                let stored = if class == CLASS_ST {
+                    Some(Value::known(i64::from(insn.imm) as u64))
+                } else if mode == MODE_MEM {
+                    Some(reg(frame, insn.src_reg))
+                } else {
+                    None
+                };
+                if mode == MODE_ATOMIC && class == CLASS_STX {
+                    if insn.imm == LOAD_ACQUIRE {
+                        set(frame, dst, Value::Unknown);
+                    } else if insn.imm == ATOMIC_CMPXCHG {
+                        set(frame, 0, Value::Unknown);
+                    } else if insn.imm & ATOMIC_FETCH != 0 {
+                        set(frame, usize::from(insn.src_reg), Value::Unknown);
+                    }
+                }
+                let is_load = mode == MODE_ATOMIC && insn.imm == LOAD_ACQUIRE;
+                if let (Value::Stack { frame: f, off }, false) = (target, is_load) {
+                    write_stack(
+                        &mut path.state.frames,
+                        f,
+                        off.saturating_add(i32::from(insn.off)),
+                        size,
+                        stored,
+                    )?;
+                }
+                path.state.pc = next;
+            }
+            CLASS_ALU | CLASS_ALU64 => {
+                let is32 = class == CLASS_ALU;
+                let op = insn.code & 0xf0;
+                let src = if insn.code & SRC_X != 0 {
+                    reg(frame, insn.src_reg)
+                } else {
+                    Value::Const {
+                        value: i64::from(insn.imm) as u64,
+                        origin: match annotation {
+                            Annotation::Relocated(r) => Some(r),
+                            _ => None,
+                        },
+                    }
+                };
+                let value = alu_value(insn, is32, op, reg(frame, insn.dst_reg), src);
+                set(frame, dst, value);
+                path.state.pc = next;
+            }
+            CLASS_JMP | CLASS_JMP32 => return self.jump(path, insn, class == CLASS_JMP32),
+            _ => return Ok(Step::End),
+        }
+        Ok(Step::Next)
+    }
+
+    fn jump(&mut self, path: &mut Path, insn: Insn, is32: bool) -> Result<Step> {
+        let pc = path.state.pc;
+        let next = pc.wrapping_add(1);
+        let op = insn.code & 0xf0;
+        let target = |off: i32| (i64::from(pc) + i64::from(off) + 1) as u32;
+        match op {
+            OP_JA => {
+                path.state.pc = target(if is32 { insn.imm } else { i32::from(insn.off) });
+                Ok(Step::Next)
+            }
+            OP_CALL if !is32 => self.call(path, insn),
+            OP_EXIT if !is32 => {
+                let Some(callee) = path.state.frames.pop() else {
+                    return Ok(Step::End);
+                };
+                let Some(caller) = path.state.frames.last_mut() else {
+                    return Ok(Step::End);
+                };
+                let ret = if callee.callback {
+                    Value::Unknown
+                } else {
+                    callee.regs[0]
+                };
+                clobber_call(caller, ret);
+                path.state.pc = callee.ret;
+                Ok(Step::Next)
+            }
+            OP_JCOND if !is32 => {
+                // may_goto: the verifier explores both edges.
+                let jump = Branch {
+                    insn: pc,
+                    jump: insn,
+                    left: Value::Unknown.operand(None),
+                    right: Value::Unknown.operand(None),
+                };
+                self.fork(path, jump, target(i32::from(insn.off)), false)
+            }
+            _ if branch_taken(op, false, 0, 0).is_none() => Ok(Step::End),
+            _ => {
+                let Some(frame) = path.state.frames.last() else {
+                    return Ok(Step::End);
+                };
+                let left = reg(frame, insn.dst_reg);
+                let right = if insn.code & SRC_X != 0 {
+                    reg(frame, insn.src_reg)
+                } else {
+                    Value::known(i64::from(insn.imm) as u64)
+                };
+                let branch = Branch {
+                    insn: pc,
+                    jump: insn,
+                    left: left.operand(Some(insn.dst_reg)),
+                    right: right.operand((insn.code & SRC_X != 0).then_some(insn.src_reg)),
+                };
+                let taken_to = target(i32::from(insn.off));
+                match decide(op, is32, left, right) {
+                    Some(taken) => {
+                        let (live, dead) = if taken {
+                            (taken_to, next)
+                        } else {
+                            (next, taken_to)
+                        };
+                        if !self.out.decided.contains_key(&(pc, dead)) {
+                            self.out
+                                .decided
+                                .try_reserve(1)
+                                .map_err(|_| Error::OutOfMemory)?;
+                            self.out.decided.insert((pc, dead), branch);
+                        }
+                        path.state.pc = live;
+                        Ok(Step::Next)
+                    }
+                    None => {
+                        let load_time = branch.left.load_time || branch.right.load_time;
+                        self.fork(path, branch, taken_to, load_time)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Both edges of `branch` are live: continue `path` on the fall-through, return the other.
+    fn fork(
+        &mut self,
+        path: &mut Path,
+        branch: Branch,
+        taken_to: u32,
+        load_time: bool,
+    ) -> Result<Step> {
+        let node = u32::try_from(self.forks.len()).map_err(|_| Error::Limit {
+            what: "forks in a verdict exploration",
+            limit: u32::MAX as usize,
+        })?;
+        fallible::push(
+            &mut self.forks,
+            ForkNode {
+                branch,
+                parent: path.trail,
+            },
+        )?;
+        path.trail = Some(node);
+        if load_time {
+            path.state.more_load_time = path.load_time.is_some();
+            path.load_time = path.load_time.or(Some(node));
+        }
+        let mut other = Path {
+            state: path.state.try_clone()?,
+            trail: path.trail,
+            load_time: path.load_time,
+        };
+        if load_time && !path.state.more_load_time {
+            path.state.load_time = Some((node, false));
+            other.state.load_time = Some((node, true));
+        }
+        other.state.pc = taken_to;
+        path.state.pc = path.state.pc.wrapping_add(1);
+        let other_new = self.first_visit(&other.state)?;
+        let this_new = self.first_visit(&path.state)?;
+        match (this_new, other_new) {
+            (true, true) => Ok(Step::Fork(other)),
+            (true, false) => Ok(Step::Next),
+            (false, true) => {
+                *path = other;
+                Ok(Step::Next)
+            }
+            (false, false) => Ok(Step::End),
+        }
+    }
+
+    fn call(&mut self, path: &mut Path, insn: Insn) -> Result<Step> {
+        let pc = path.state.pc;
+        let next = pc.wrapping_add(1);
+        let depth = path.state.frames.len();
+        let Some(frame) = path.state.frames.last_mut() else {
+            return Ok(Step::End);
+        };
+        if insn.src_reg == PSEUDO_CALL {
+            let start = (i64::from(pc) + i64::from(insn.imm) + 1) as u32;
+            if self.code.global_subprogs.contains(&start) {
+                if !self.globals_called.contains(&start) {
+                    fallible::push(&mut self.globals_called, start)?;
+                }
+                clobber_args(&mut path.state.frames, false)?;
+                if let Some(frame) = path.state.frames.last_mut() {
+                    clobber_call(frame, Value::Unknown);
+                }
+                path.state.pc = next;
+                return Ok(Step::Next);
+            }
+            if depth >= MAX_FRAMES {
+                self.out.exhausted = true;
+                return Ok(Step::End);
+            }
+            let args = [1, 2, 3, 4, 5].map(|r| frame.regs[r]);
+            fallible::push(&mut path.state.frames, Frame::new(depth, args, next, false))?;
+            path.state.pc = start;
+            return Ok(Step::Next);
+        }
+        if insn.src_reg == 0 && insn.imm == POISON_HELPER_ID {
+            self.reached(path)?;
+            return Ok(Step::End);
+        }
+        // A helper or kfunc; a callback among its arguments is explored like a call.
+        let callback = [1, 2, 3, 4, 5].iter().find_map(|&r| match frame.regs[r] {
+            Value::Func { start } => Some(start),
+            _ => None,
+        });
+        clobber_args(&mut path.state.frames, callback.is_none())?;
+        let mut fork = None;
+        if let Some(start) = callback {
+            if depth >= MAX_FRAMES {
+                self.out.exhausted = true;
+            } else {
+                let mut other = Path {
+                    state: path.state.try_clone()?,
+                    trail: path.trail,
+                    load_time: path.load_time,
+                };
+                fallible::push(
+                    &mut other.state.frames,
+                    Frame::new(depth, [Value::Unknown; 5], next, true),
+                )?;
+                other.state.pc = start;
+                if self.first_visit(&other.state)? {
+                    fork = Some(other);
+                }
+            }
+        }
+        if let Some(frame) = path.state.frames.last_mut() {
+            clobber_call(frame, Value::Unknown);
+        }
+        path.state.pc = next;
+        Ok(fork.map_or(Step::Next, Step::Fork))
+    }
+
+    fn reached(&mut self, path: &Path) -> Result<()> {
+        let poison = path.state.pc;
+        let load_time = path
+            .load_time
+            .and_then(|n| self.forks.get(n as usize))
+            .map(|n| LoadTimeEdge {
+                branch: n.branch,
+                taken: path.state.load_time.is_some_and(|(_, taken)| taken),
+                sole: !path.state.more_load_time,
+            });
+        let key = |l: Option<LoadTimeEdge>| l.map(|l| (l.branch.insn, l.taken, l.sole));
+        let duplicate = self
+            .out
+            .reached
+            .iter()
+            .any(|r| r.poison == poison && key(r.load_time) == key(load_time));
+        if duplicate {
+            return Ok(());
+        }
+        let mut forks = Vec::new();
+        let mut node = path.trail;
+        // Each node's parent was created before it, so the walk ends.
+        while let Some(n) = node.and_then(|n| self.forks.get(n as usize)) {
+            fallible::push(&mut forks, n.branch)?;
+            node = n.parent;
+        }
+        forks.reverse();
+        fallible::push(
+            &mut self.out.reached,
+            Reach {
+                poison,
+                load_time,
+                forks,
+            },
+        )
+    }
+}
+
+fn reg(frame: &Frame, r: u8) -> Value {
+    frame
+        .regs
+        .get(usize::from(r))
+        .copied()
+        .unwrap_or(Value::Unknown)
+}
+
+fn set(frame: &mut Frame, r: usize, value: Value) {
+    // r10 is read-only; the verifier rejects writes to it.
+    if r < FP {
+        if let Some(slot) = frame.regs.get_mut(r) {
+            *slot = value;
+        }
+    }
+}
+
+/// After a call returns: r0 is `ret`, the argument registers are gone.
+fn clobber_call(frame: &mut Frame, ret: Value) {
+    frame.regs[0] = ret;
+    for r in 1..=5 {
+        frame.regs[r] = Value::Uninit;
+    }
+}
+
+/// A call may write the stack memory its arguments point to: a helper `size` bytes (its
+/// `ARG_CONST_SIZE` argument follows the pointer) when `sized`, a callback or global function
+/// anything up to the frame pointer.
+fn clobber_args(frames: &mut [Frame], sized: bool) -> Result<()> {
+    let Some(regs) = frames.last().map(|f| f.regs) else {
+        return Ok(());
+    };
+    for r in 1..=5 {
+        let Value::Stack { frame, off } = regs[r] else {
+            continue;
+        };
+        let size = match (sized, regs.get(r + 1)) {
+            (true, Some(Value::Const { value, .. })) if *value <= STACK_SIZE as u64 => {
+                *value as i32
+            }
+            _ => off.saturating_neg(),
+        };
+        let Some(frame) = frames.get_mut(usize::from(frame)) else {
+            continue;
+        };
+        let end = off.saturating_add(size).min(0);
+        let mut at = off.max(-STACK_SIZE);
+        while at < end {
+            let base = at.div_euclid(8) * 8;
+            if frame.slot(base).is_some() {
+                let slot = frame.slot_mut(base)?;
+                slot.spilled = None;
+                let first = (at - base) as usize;
+                let last = ((end - base).min(8)) as usize;
+                for byte in slot.bytes.iter_mut().take(last).skip(first) {
+                    *byte = Byte::Misc;
+                }
+                for byte in slot.bytes.iter_mut() {
+                    if *byte == Byte::Spill {
+                        *byte = Byte::Misc;
+                    }
+                }
+            }
+            at = base + 8;
+        }
+    }
+    Ok(())
+}
+
+fn alu_value(insn: Insn, is32: bool, op: u8, dst: Value, src: Value) -> Value {
+    use Value::*;
+    const OP_ADD: u8 = 0x00;
+    const OP_SUB: u8 = 0x10;
+    const OP_NEG: u8 = 0x80;
+    const OP_MOV: u8 = 0xb0;
+    const OP_END: u8 = 0xd0;
+    let computed = |d: u64, s: u64, origin: Option<u32>| match alu(op, is32, insn.off, d, s) {
+        Some(value) => Const { value, origin },
+        None => Unknown,
+    };
+    match op {
+        OP_MOV if !is32 && insn.off == 0 => src,
+        OP_MOV => match src {
+            Const { value, origin } => computed(0, value, origin),
+            LoadTime { at } => LoadTime { at },
+            _ => Unknown,
+        },
+        OP_END => match dst {
+            Const { value, origin } => {
+                let swap = !is32 || insn.code & SRC_X != 0;
+                endian(value, insn.imm, swap).map_or(Unknown, |value| Const { value, origin })
+            }
+            LoadTime { at } => LoadTime { at },
+            _ => Unknown,
+        },
+        OP_NEG => match dst {
+            Const { value, origin } => computed(value, 0, origin),
+            LoadTime { at } => LoadTime { at },
+            _ => Unknown,
+        },
+        _ => match (dst, src) {
+            (
+                Const {
+                    value: d,
+                    origin: o1,
+                },
+                Const {
+                    value: s,
+                    origin: o2,
+                },
+            ) => computed(d, s, o1.or(o2)),
+            (LoadTime { at }, s) | (s, LoadTime { at }) if s.is_scalar() => LoadTime { at },
+            (Stack { frame, off }, Const { value, .. })
+                if !is32 && (op == OP_ADD || op == OP_SUB) =>
+            {
+                let delta = value as i64;
+                let delta = if op == OP_SUB {
+                    delta.wrapping_neg()
+                } else {
+                    delta
+                };
+                i32::try_from(i64::from(off).saturating_add(delta))
+                    .map_or(Pointer, |off| Stack { frame, off })
+            }
+            (LoadTimePtr { at, nullable }, Const { .. })
+                if !is32 && (op == OP_ADD || op == OP_SUB) =>
+            {
+                LoadTimePtr { at, nullable }
+            }
+            (Pointer | Stack { .. } | LoadTimePtr { .. } | Func { .. }, _)
+                if !is32 && (op == OP_ADD || op == OP_SUB) =>
+            {
+                Pointer
+            }
+            _ => Unknown,
+        },
+    }
+}
+
+/// The verifier's `is_branch_taken` for the values this pass tracks.
+fn decide(op: u8, is32: bool, left: Value, right: Value) -> Option<bool> {
+    use Value::*;
+    const OP_JEQ: u8 = 0x10;
+    const OP_JNE: u8 = 0x50;
+    let non_null = |v: Value| {
+        matches!(
+            v,
+            Pointer
+                | Stack { .. }
+                | Func { .. }
+                | LoadTimePtr {
+                    nullable: false,
+                    ..
+                }
+        )
+    };
+    match (left, right) {
+        (Const { value: l, .. }, Const { value: r, .. }) => branch_taken(op, is32, l, r),
+        (p, Const { value: 0, .. }) | (Const { value: 0, .. }, p)
+            if !is32 && non_null(p) && (op == OP_JEQ || op == OP_JNE) =>
+        {
+            Some(op == OP_JNE)
+        }
+        _ => None,
+    }
+}
+
+fn read_stack(frames: &[Frame], frame: u8, at: i32, size: u32, signed: bool) -> Value {
+    let Some(frame) = frames.get(usize::from(frame)) else {
+        return Value::Unknown;
+    };
+    if at < -STACK_SIZE || at.saturating_add(size as i32) > 0 {
+        return Value::Unknown;
+    }
+    let base = at.div_euclid(8) * 8;
+    let first = (at - base) as usize;
+    let Some(slot) = frame.slot(base) else {
+        return Value::Unknown;
+    };
+    let Some(bytes) = slot.bytes.get(first..first + size as usize) else {
+        return Value::Unknown;
+    };
+    if let (Some(spilled), Byte::Spill) = (slot.spilled, slot.bytes[0]) {
+        if size == 8 {
+            return spilled;
+        }
+        let spill_size = slot.bytes.iter().take_while(|b| **b == Byte::Spill).count();
+        if first == 0 && size as usize <= spill_size {
+            return match spilled {
+                Value::Const { value, origin } => Value::Const {
+                    value: truncate(value, size, signed),
+                    origin,
+                },
+                Value::LoadTime { at } => Value::LoadTime { at },
+                _ => Value::Unknown,
+            };
+        }
+        let spill_zero = matches!(spilled, Value::Const { value: 0, .. });
+        let spills = bytes.iter().filter(|b| **b == Byte::Spill).count();
+        if spills == bytes.len() && spill_zero {
+            return spilled;
+        }
+    }
+    if bytes.iter().all(|b| *b == Byte::Zero) {
+        return Value::known(0);
+    }
+    Value::Unknown
+}
+
+fn write_stack(
+    frames: &mut [Frame],
+    frame: u8,
+    at: i32,
+    size: u32,
+    stored: Option<Value>,
+) -> Result<()> {
+    let Some(frame) = frames.get_mut(usize::from(frame)) else {
+        return Ok(());
+    };
+    if at < -STACK_SIZE || at.saturating_add(size as i32) > 0 {
+        return Ok(());
+    }
+    let base = at.div_euclid(8) * 8;
+    let first = (at - base) as usize;
+    let slot = frame.slot_mut(base)?;
+    let aligned = first == 0;
+    match stored {
+        Some(value) if aligned && (value.is_scalar() || size == 8) => {
+            for (i, byte) in slot.bytes.iter_mut().enumerate() {
+                if i < size as usize {
+                    *byte = Byte::Spill;
+                } else if *byte == Byte::Spill {
+                    *byte = Byte::Misc;
+                }
+            }
+            slot.spilled = Some(value);
+        }
+        _ => {
+            let zero = matches!(stored, Some(Value::Const { value: 0, .. }));
+            slot.spilled = None;
+            for (i, byte) in slot.bytes.iter_mut().enumerate() {
+                if (first..first + size as usize).contains(&i) {
+                    *byte = if zero { Byte::Zero } else { Byte::Misc };
+                } else if *byte == Byte::Spill {
+                    *byte = Byte::Misc;
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,527 @@
+//! Load verdicts: per libbpf entry program, which CO-RE relocations libbpf applies to it and
+//! whether the kernel verifier will load it.
+//!
+//! libbpf appends every `.text` sub-program an entry program calls (or takes as a callback)
+//! to it (`object::assemble`), so a relocation poisoned in a sub-program is poisoned in each
+//! caller. A poisoned instruction (a call to helper `POISON_HELPER_ID`) makes the verifier
+//! refuse the program only if a path reaches it; guards such as `bpf_core_field_exists()`
+//! relocate to a constant the verifier branches on, and it never visits the dead edge. The
+//! `interp` pass follows the verifier's exploration over the relocated, assembled
+//! instructions and says which poisons it reaches, and through which branches.
+
+mod describe;
+mod interp;
+
+pub use describe::describe;
+
+use crate::btf::Btf;
+use crate::core::patch::{POISON_HELPER_ID, Patched};
+use crate::core::relocate::RelocatedObject;
+use crate::error::{Error, Result};
+use crate::fallible;
+use crate::object::assemble::{AssembledProgram, SectionCode, assemble_all};
+use crate::object::{BpfObject, INSN_SIZE, Insn};
+use alloc::vec::Vec;
+use hashbrown::HashMap;
+use interp::{Annotation, Budget, Code};
+
+/// Instructions the exploration may execute over all paths of one program (the verifier's own
+/// limit, `BPF_COMPLEXITY_LIMIT_INSNS`).
+const VISIT_BUDGET: u32 = 1_000_000;
+/// States remembered at forks, per program.
+const STATE_BUDGET: usize = 65_536;
+
+/// `BPF_JMP | BPF_CALL`.
+const CALL: u8 = 0x85;
+/// `BPF_LD | BPF_IMM | BPF_DW`.
+const LD_IMM64: u8 = 0x18;
+/// `src_reg` of a call to a BPF function.
+const PSEUDO_CALL: u8 = 1;
+/// `src_reg` of an `ld_imm64` of a BPF function's address.
+const PSEUDO_FUNC: u8 = 4;
+
+/// Whether the kernel will load a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// No failed relocation, and no poisoned instruction is reachable.
+    Loads,
+    /// A poisoned instruction is reachable: the verifier refuses the program with
+    /// `invalid func unknown#195896080`.
+    Rejected,
+    /// A poisoned instruction is reachable only through a branch on a value the loader sets
+    /// (`.rodata`, `.kconfig`, a ksym's address), or the analysis ran out of budget.
+    Unknown,
+    /// libbpf fails to relocate the program.
+    Failed,
+}
+
+impl Verdict {
+    /// `loads`, `rejected`, `unknown` or `failed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Loads => "loads",
+            Verdict::Rejected => "rejected",
+            Verdict::Unknown => "unknown",
+            Verdict::Failed => "failed",
+        }
+    }
+}
+
+/// A relocation libbpf applies to an entry program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgramRelocation {
+    /// Index into [`RelocatedObject::relocations`].
+    pub relocation: usize,
+    /// Instruction index in the assembled entry program.
+    pub insn: u32,
+    /// Whether it lives in an appended sub-program.
+    pub in_subprog: bool,
+}
+
+/// An entry program with the relocations applied to it and its load verdict.
+#[derive(Debug)]
+pub struct EntryProgram<'o> {
+    /// Entry program name (libbpf's).
+    pub program: &'o str,
+    /// ELF section of the entry program.
+    pub section: &'o str,
+    /// The relocations of the program and its appended sub-programs, in assembled-instruction
+    /// order.
+    pub relocations: Vec<ProgramRelocation>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why: one item per failed relocation, per poisoned instruction and for the budget.
+    pub evidence: Vec<Evidence>,
+}
+
+/// One side of a comparison as the exploration saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Operand {
+    /// The register, `None` for an immediate.
+    pub reg: Option<u8>,
+    /// Its value when known.
+    pub value: Option<u64>,
+    /// The relocation whose patched immediate the value comes from, carried through moves,
+    /// arithmetic, spills, fills and returns.
+    pub relocation: Option<usize>,
+    /// Whether the value is known only at load time.
+    pub load_time: bool,
+}
+
+/// A conditional jump on a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Branch {
+    /// Its instruction index in the assembled entry program.
+    pub insn: u32,
+    /// The instruction.
+    pub jump: Insn,
+    /// The `dst_reg` operand.
+    pub left: Operand,
+    /// The `src_reg` or immediate operand.
+    pub right: Operand,
+}
+
+/// Why a program got its verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// A poisoned instruction no path reaches, and the branch whose dead edge leads to it.
+    Guarded {
+        /// The poisoned instruction.
+        poison: u32,
+        /// Its relocation (index into [`RelocatedObject::relocations`]).
+        relocation: Option<usize>,
+        /// The deciding branch.
+        guard: Branch,
+        /// The first instruction of the dead edge.
+        dead: u32,
+    },
+    /// A poisoned instruction a path reaches.
+    Reached {
+        /// The poisoned instruction.
+        poison: u32,
+        /// Its relocation.
+        relocation: Option<usize>,
+        /// The branches on one path to it whose both edges were live, first first.
+        forks: Vec<Branch>,
+    },
+    /// A poisoned instruction reached only past a branch on a load-time value.
+    LoadTime {
+        /// The poisoned instruction.
+        poison: u32,
+        /// Its relocation.
+        relocation: Option<usize>,
+        /// The load-time branch.
+        branch: Branch,
+    },
+    /// A relocation libbpf fails on.
+    Failed {
+        /// Index into [`RelocatedObject::relocations`].
+        relocation: usize,
+        /// Its instruction in the assembled entry program.
+        insn: u32,
+    },
+    /// The exploration stopped at its budget before it was complete.
+    Budget {
+        /// Instructions executed.
+        visits: u32,
+    },
+}
+
+impl Evidence {
+    /// `guarded`, `reached`, `load_time`, `failed` or `budget`.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Evidence::Guarded { .. } => "guarded",
+            Evidence::Reached { .. } => "reached",
+            Evidence::LoadTime { .. } => "load_time",
+            Evidence::Failed { .. } => "failed",
+            Evidence::Budget { .. } => "budget",
+        }
+    }
+
+    /// The instruction the item is about: the guard, the reached poison, the load-time branch
+    /// or the failed relocation.
+    pub fn insn(&self) -> Option<u32> {
+        match self {
+            Evidence::Guarded { guard, .. } => Some(guard.insn),
+            Evidence::Reached { poison, .. } => Some(*poison),
+            Evidence::LoadTime { branch, .. } => Some(branch.insn),
+            Evidence::Failed { insn, .. } => Some(*insn),
+            Evidence::Budget { .. } => None,
+        }
+    }
+
+    /// The relocation the item is about (index into [`RelocatedObject::relocations`]).
+    pub fn relocation(&self) -> Option<usize> {
+        match self {
+            Evidence::Guarded { relocation, .. }
+            | Evidence::Reached { relocation, .. }
+            | Evidence::LoadTime { relocation, .. } => *relocation,
+            Evidence::Failed { relocation, .. } => Some(*relocation),
+            Evidence::Budget { .. } => None,
+        }
+    }
+}
+
+/// Every entry program of `obj` assembled from `relocated`'s patched sections, with its
+/// verdict. `local` is the object's parsed `.BTF`.
+pub fn entry_programs<'o>(
+    obj: &BpfObject<'o>,
+    local: &Btf<'o>,
+    relocated: &RelocatedObject<'o, '_>,
+) -> Result<Vec<EntryProgram<'o>>> {
+    let mut code = fallible::vec_with_capacity(relocated.sections.len())?;
+    code.extend(relocated.sections.iter().map(|s| SectionCode {
+        section_index: s.index,
+        insns: &s.insns,
+    }));
+    let mut by_record: HashMap<(&str, u32), usize> = HashMap::new();
+    by_record
+        .try_reserve(relocated.relocations.len())
+        .map_err(|_| Error::OutOfMemory)?;
+    for (i, r) in relocated.relocations.iter().enumerate() {
+        by_record.insert((r.section, r.relo), i);
+    }
+    let mut out = Vec::new();
+    for assembled in assemble_all(obj, Some(local), &code)? {
+        let relocations = program_relocations(&assembled, &by_record)?;
+        let failed = relocations.iter().filter(|r| {
+            relocated
+                .relocations
+                .get(r.relocation)
+                .is_some_and(|o| o.outcome.is_err())
+        });
+        let mut evidence = Vec::new();
+        for r in failed {
+            fallible::push(
+                &mut evidence,
+                Evidence::Failed {
+                    relocation: r.relocation,
+                    insn: r.insn,
+                },
+            )?;
+        }
+        let verdict = if evidence.is_empty() {
+            analyse(obj, &assembled, &relocations, relocated, &mut evidence)?
+        } else {
+            Verdict::Failed
+        };
+        fallible::push(
+            &mut out,
+            EntryProgram {
+                program: assembled.program.name,
+                section: assembled.program.section_name,
+                relocations,
+                verdict,
+                evidence,
+            },
+        )?;
+    }
+    Ok(out)
+}
+
+/// The entry programs a relocation is applied to (libbpf appends a sub-program to each
+/// caller).
+pub fn callers<'p, 'o>(
+    programs: &'p [EntryProgram<'o>],
+    relocation: usize,
+) -> impl Iterator<Item = &'o str> + 'p {
+    programs
+        .iter()
+        .filter(move |p| p.relocations.iter().any(|r| r.relocation == relocation))
+        .map(|p| p.program)
+}
+
+/// The relocations of `assembled`, by the `(section, relo #N)` of each record.
+fn program_relocations(
+    assembled: &AssembledProgram<'_>,
+    by_record: &HashMap<(&str, u32), usize>,
+) -> Result<Vec<ProgramRelocation>> {
+    let mut out = fallible::vec_with_capacity(assembled.core_relos.len())?;
+    let main_len = assembled.parts.first().map_or(0, |p| p.insn_count());
+    for placed in &assembled.core_relos {
+        // Records outside every function are skipped by relocation as by libbpf.
+        let Some(&relocation) = by_record.get(&(placed.section, placed.relo)) else {
+            continue;
+        };
+        let insn = placed.insn_off / INSN_SIZE as u32;
+        out.push(ProgramRelocation {
+            relocation,
+            insn,
+            in_subprog: insn >= main_len,
+        });
+    }
+    Ok(out)
+}
+
+/// What the loader does to each instruction of `assembled` that the exploration must know.
+fn annotations(
+    obj: &BpfObject<'_>,
+    assembled: &AssembledProgram<'_>,
+    relocations: &[ProgramRelocation],
+    relocated: &RelocatedObject<'_, '_>,
+) -> Result<Vec<Annotation>> {
+    let mut out = fallible::vec_with_capacity(assembled.insns.len())?;
+    out.resize(assembled.insns.len(), Annotation::None);
+    for r in relocations {
+        let patched = relocated
+            .relocations
+            .get(r.relocation)
+            .and_then(|o| o.outcome.as_ref().ok())
+            .is_some_and(|(_, p)| matches!(p, Patched::Value { .. }));
+        if let (true, Some(a), Ok(index)) = (
+            patched,
+            out.get_mut(r.insn as usize),
+            u32::try_from(r.relocation),
+        ) {
+            *a = Annotation::Relocated(index);
+        }
+    }
+    for placed in &assembled.relocations {
+        let is_ld_imm64 = assembled
+            .insns
+            .get(placed.insn as usize)
+            .is_some_and(|i| i.code == LD_IMM64);
+        let Some(a) = out.get_mut(placed.insn as usize).filter(|_| is_ld_imm64) else {
+            continue;
+        };
+        *a = match placed.relocation.symbol_section {
+            None => Annotation::Extern,
+            Some(section) => match obj.elf_section_name(section) {
+                Some(name) if name.starts_with(".rodata") || name == ".kconfig" => {
+                    Annotation::LoadTimeData
+                }
+                _ => Annotation::RuntimeData,
+            },
+        };
+    }
+    Ok(out)
+}
+
+fn is_poison(insn: &Insn) -> bool {
+    insn.code == CALL && insn.src_reg == 0 && insn.imm == POISON_HELPER_ID
+}
+
+/// Explore `assembled`, push the evidence for each poisoned instruction and return the verdict.
+fn analyse(
+    obj: &BpfObject<'_>,
+    assembled: &AssembledProgram<'_>,
+    relocations: &[ProgramRelocation],
+    relocated: &RelocatedObject<'_, '_>,
+    evidence: &mut Vec<Evidence>,
+) -> Result<Verdict> {
+    let annotations = annotations(obj, assembled, relocations, relocated)?;
+    let mut global_subprogs = Vec::new();
+    for part in assembled.parts.iter().skip(1).filter(|p| p.program.global) {
+        fallible::push(&mut global_subprogs, part.start)?;
+    }
+    let code = Code {
+        insns: &assembled.insns,
+        annotations: &annotations,
+        global_subprogs: &global_subprogs,
+    };
+    let budget = Budget {
+        visits: VISIT_BUDGET,
+        states: STATE_BUDGET,
+    };
+    let outcome = interp::explore(&code, budget)?;
+    let guards = dead_code_guards(&assembled.insns, &outcome)?;
+    let relocation_at = |poison: u32| {
+        relocations
+            .iter()
+            .find(|r| r.insn == poison)
+            .map(|r| r.relocation)
+    };
+    // A load-time branch both of whose edges reach a poison (with no other load-time branch
+    // on the way) rejects the program whatever the loader sets.
+    let mut either_way: Vec<u32> = Vec::new();
+    for r in &outcome.reached {
+        let Some(edge) = r.load_time.filter(|l| l.sole) else {
+            continue;
+        };
+        let other_edge = outcome.reached.iter().any(|o| {
+            o.load_time.is_some_and(|l| {
+                l.sole && l.branch.insn == edge.branch.insn && l.taken != edge.taken
+            })
+        });
+        if other_edge {
+            fallible::push(&mut either_way, edge.branch.insn)?;
+        }
+    }
+    let mut verdict = Verdict::Loads;
+    for (pc, insn) in assembled.insns.iter().enumerate() {
+        // The second slot of a poisoned ld_imm64 is poisoned too; the first one is the one.
+        let pc = pc as u32;
+        let after_poison = pc
+            .checked_sub(1)
+            .and_then(|p| assembled.insns.get(p as usize))
+            .is_some_and(is_poison);
+        if !is_poison(insn) || (after_poison && relocation_at(pc).is_none()) {
+            continue;
+        }
+        let relocation = relocation_at(pc);
+        let reaches = outcome.reached.iter().filter(|r| r.poison == pc);
+        let mut any = false;
+        for reach in reaches {
+            any = true;
+            let decided_either_way = reach
+                .load_time
+                .is_some_and(|l| l.sole && either_way.contains(&l.branch.insn));
+            let item = match reach.load_time.filter(|_| !decided_either_way) {
+                None => {
+                    verdict = Verdict::Rejected;
+                    Evidence::Reached {
+                        poison: pc,
+                        relocation,
+                        forks: fallible::to_vec(&reach.forks)?,
+                    }
+                }
+                Some(edge) => {
+                    if verdict == Verdict::Loads {
+                        verdict = Verdict::Unknown;
+                    }
+                    Evidence::LoadTime {
+                        poison: pc,
+                        relocation,
+                        branch: edge.branch,
+                    }
+                }
+            };
+            fallible::push(evidence, item)?;
+        }
+        if any {
+            continue;
+        }
+        if let Some(&Some((guard, dead))) = guards.get(pc as usize) {
+            fallible::push(
+                evidence,
+                Evidence::Guarded {
+                    poison: pc,
+                    relocation,
+                    guard,
+                    dead,
+                },
+            )?;
+        }
+    }
+    if outcome.exhausted {
+        if verdict == Verdict::Loads {
+            verdict = Verdict::Unknown;
+        }
+        fallible::push(
+            evidence,
+            Evidence::Budget {
+                visits: outcome.visits,
+            },
+        )?;
+    }
+    Ok(verdict)
+}
+
+/// For each instruction no path reached, the decided branch whose dead edge leads to it (the
+/// nearest, by a breadth-first walk of the static control flow from every dead edge at once,
+/// through instructions no path reached).
+fn dead_code_guards(
+    insns: &[Insn],
+    outcome: &interp::Outcome,
+) -> Result<Vec<Option<(Branch, u32)>>> {
+    let mut label: Vec<Option<(Branch, u32)>> = fallible::vec_with_capacity(insns.len())?;
+    label.resize(insns.len(), None);
+    let unvisited = |pc: u32| outcome.visited.get(pc as usize) == Some(&false);
+    let mut sources: Vec<(u32, u32)> = fallible::vec_with_capacity(outcome.decided.len())?;
+    sources.extend(outcome.decided.keys().copied());
+    sources.sort_unstable();
+    let mut queue: Vec<u32> = Vec::new();
+    for (insn, dead) in sources {
+        let Some(branch) = outcome.decided.get(&(insn, dead)) else {
+            continue;
+        };
+        if let Some(l @ None) = label.get_mut(dead as usize).filter(|_| unvisited(dead)) {
+            *l = Some((*branch, dead));
+            fallible::push(&mut queue, dead)?;
+        }
+    }
+    // Each instruction is labelled and queued at most once.
+    let mut next = 0;
+    while let Some(&pc) = queue.get(next) {
+        next += 1;
+        let from = label.get(pc as usize).copied().flatten();
+        for succ in successors(insns, pc).into_iter().flatten() {
+            if let Some(l @ None) = label.get_mut(succ as usize).filter(|_| unvisited(succ)) {
+                *l = from;
+                fallible::push(&mut queue, succ)?;
+            }
+        }
+    }
+    Ok(label)
+}
+
+/// The static successors of instruction `pc`: fall-through, jump target, callee or callback.
+fn successors(insns: &[Insn], pc: u32) -> [Option<u32>; 2] {
+    let Some(insn) = insns.get(pc as usize) else {
+        return [None, None];
+    };
+    let at = |off: i64| u32::try_from(i64::from(pc) + off + 1).ok();
+    let class = insn.code & 0x07;
+    let op = insn.code & 0xf0;
+    match class {
+        0x00 if insn.code == LD_IMM64 => {
+            let callback = (insn.src_reg == PSEUDO_FUNC)
+                .then(|| at(i64::from(insn.imm)))
+                .flatten();
+            [at(1), callback]
+        }
+        0x05 | 0x06 => match op {
+            0x00 if class == 0x06 => [at(i64::from(insn.imm)), None],
+            0x00 => [at(i64::from(insn.off)), None],
+            0x90 => [None, None],
+            0x80 if insn.src_reg == PSEUDO_CALL => [at(0), at(i64::from(insn.imm))],
+            0x80 => [at(0), None],
+            _ => [at(0), at(i64::from(insn.off))],
+        },
+        _ => [at(0), None],
+    }
+}
+
+#[cfg(test)]
+mod tests;

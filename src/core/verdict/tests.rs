@@ -1,0 +1,455 @@
+//! Hand-assembled programs for the exploration: each ends in a poisoned call that the
+//! verifier reaches or prunes; the expected outcome is worked out by hand from the ISA and the
+//! verifier's rules (`is_branch_taken`, stack spill tracking, calls).
+
+use super::interp::{Annotation, Budget, Code, Outcome, explore};
+use super::{POISON_HELPER_ID, dead_code_guards};
+use crate::object::Insn;
+use alloc::vec;
+use alloc::vec::Vec;
+
+const BUDGET: Budget = Budget {
+    visits: 100_000,
+    states: 1_000,
+};
+
+fn insn(code: u8, dst_reg: u8, src_reg: u8, off: i16, imm: i32) -> Insn {
+    Insn {
+        code,
+        dst_reg,
+        src_reg,
+        off,
+        imm,
+    }
+}
+
+/// `rD = imm` (ALU64 MOV K, sign-extended).
+fn mov64(dst: u8, imm: i32) -> Insn {
+    insn(0xb7, dst, 0, 0, imm)
+}
+
+/// `wD = imm` (ALU MOV K, zero-extended).
+fn mov32(dst: u8, imm: i32) -> Insn {
+    insn(0xb4, dst, 0, 0, imm)
+}
+
+/// `rD = rS`.
+fn mov64_reg(dst: u8, src: u8) -> Insn {
+    insn(0xbf, dst, src, 0, 0)
+}
+
+/// `ld_imm64 rD = value`: two slots.
+fn ld_imm64(dst: u8, src: u8, value: u64) -> [Insn; 2] {
+    [
+        insn(0x18, dst, src, 0, value as u32 as i32),
+        insn(0, 0, 0, 0, (value >> 32) as u32 as i32),
+    ]
+}
+
+fn exit() -> Insn {
+    insn(0x95, 0, 0, 0, 0)
+}
+
+fn poison() -> Insn {
+    insn(0x85, 0, 0, 0, POISON_HELPER_ID)
+}
+
+fn helper(id: i32) -> Insn {
+    insn(0x85, 0, 0, 0, id)
+}
+
+fn call(off: i32) -> Insn {
+    insn(0x85, 0, 1, 0, off)
+}
+
+/// Explore `insns` with the given annotations (the rest `None`) and global sub-programs.
+fn run_with(insns: &[Insn], annotated: &[(usize, Annotation)], globals: &[u32]) -> Outcome {
+    let mut annotations = vec![Annotation::None; insns.len()];
+    for &(at, a) in annotated {
+        annotations[at] = a;
+    }
+    let code = Code {
+        insns,
+        annotations: &annotations,
+        global_subprogs: globals,
+    };
+    explore(&code, BUDGET).expect("explores")
+}
+
+fn run(insns: &[Insn]) -> Outcome {
+    run_with(insns, &[], &[])
+}
+
+fn reached(outcome: &Outcome) -> Vec<u32> {
+    let mut at: Vec<u32> = outcome.reached.iter().map(|r| r.poison).collect();
+    at.sort_unstable();
+    at.dedup();
+    at
+}
+
+/// `r1 = a; r2 = b; if r1 OP r2 goto +1 (or OP imm); poison; r0 = 0; exit`: the poison (insn
+/// 5 after the two ld_imm64s) is reached exactly when the jump is not taken.
+fn jump_program(code: u8, a: u64, b: u64, with_reg: bool) -> Vec<Insn> {
+    let mut p = Vec::new();
+    p.extend(ld_imm64(1, 0, a));
+    p.extend(ld_imm64(2, 0, b));
+    if with_reg {
+        p.push(insn(code | 0x08, 1, 2, 1, 0));
+    } else {
+        p.push(insn(code, 1, 0, 1, b as i32));
+    }
+    p.extend([poison(), mov64(0, 0), exit()]);
+    p
+}
+
+#[test]
+fn every_conditional_jump_takes_only_its_live_edge() {
+    const JMP: u8 = 0x05;
+    const JMP32: u8 = 0x06;
+    const MINUS_ONE: u64 = u64::MAX;
+    // (class | op, a, b, taken), by hand.
+    let cases: &[(u8, u64, u64, bool)] = &[
+        (JMP | 0x10, 5, 5, true),          // ==
+        (JMP | 0x10, 5, 6, false),         //
+        (JMP | 0x50, 5, 6, true),          // !=
+        (JMP | 0x20, 1, MINUS_ONE, false), // > unsigned: -1 is the largest
+        (JMP | 0x30, 7, 7, true),          // >=
+        (JMP | 0xa0, 1, MINUS_ONE, true),  // <
+        (JMP | 0xb0, 8, 7, false),         // <=
+        (JMP | 0x60, 1, MINUS_ONE, true),  // s>: -1 is below 1
+        (JMP | 0x70, MINUS_ONE, 1, false), // s>=
+        (JMP | 0xc0, MINUS_ONE, 0, true),  // s<
+        (JMP | 0xd0, 3, 3, true),          // s<=
+        (JMP | 0x40, 6, 4, true),          // & (JSET)
+        (JMP | 0x40, 6, 1, false),         //
+        // Equal operands for every strict and non-strict order.
+        (JMP | 0x20, 7, 7, false),
+        (JMP | 0x30, 6, 7, false),
+        (JMP | 0xa0, 7, 7, false),
+        (JMP | 0xb0, 7, 7, true),
+        (JMP | 0x60, 7, 7, false),
+        (JMP | 0x70, 7, 7, true),
+        (JMP | 0xc0, 7, 7, false),
+        (JMP | 0xd0, 1, MINUS_ONE, false),
+        // 32-bit compares look at the low halves only.
+        (JMP32 | 0x10, 0x1_0000_0001, 1, true),
+        (JMP32 | 0x20, 0x1_0000_0000, 1, false),
+        (JMP32 | 0x60, 0xffff_ffff, 0, false), // w1 = -1 s> 0
+        (JMP32 | 0xc0, 0x8000_0000, 0, true),  // INT_MIN s< 0
+        (JMP32 | 0x40, 0x1_0000_0000, 0x1_0000_0000, false),
+    ];
+    for &(code, a, b, taken) in cases {
+        // The immediate form compares with `b` as a sign-extended i32; use it where b fits.
+        let forms: &[bool] = if i64::from(b as i32) as u64 == b || code & 0x07 == JMP32 {
+            &[true, false]
+        } else {
+            &[true]
+        };
+        for &with_reg in forms {
+            let outcome = run(&jump_program(code, a, b, with_reg));
+            let expected: Vec<u32> = if taken { vec![] } else { vec![5] };
+            assert_eq!(
+                reached(&outcome),
+                expected,
+                "{code:#x} {a:#x} {b:#x} reg={with_reg}"
+            );
+            assert!(outcome.reached.iter().all(|r| r.forks.is_empty()));
+            // The dead edge is recorded with the values that decided it.
+            let dead = if taken { 5 } else { 6 };
+            let branch = outcome.decided.get(&(4, dead)).expect("decided");
+            assert_eq!(branch.left.value, Some(a));
+        }
+    }
+}
+
+#[test]
+fn unknown_operands_fork_and_the_fork_is_evidence() {
+    // r0 = helper(); if r0 == 0 goto +1; poison; exit.
+    let p = [
+        helper(7),
+        insn(0x15, 0, 0, 1, 0),
+        poison(),
+        mov64(0, 0),
+        exit(),
+    ];
+    let outcome = run(&p);
+    assert_eq!(reached(&outcome), [2]);
+    let forks = &outcome.reached[0].forks;
+    assert_eq!(forks.len(), 1);
+    assert_eq!(forks[0].insn, 1);
+    assert_eq!(forks[0].left.value, None);
+    assert!(outcome.visited.iter().all(|v| *v));
+}
+
+#[test]
+fn alu_on_constants() {
+    // Each: set r1, operate, compare with the hand-computed result; equal skips the poison.
+    let cases: &[(&[Insn], u64)] = &[
+        (&[mov32(1, -1)], 0xffff_ffff), // 32-bit mov zero-extends
+        (&[mov64(1, -1)], u64::MAX),    // 64-bit mov sign-extends
+        (&[mov64(1, 5), insn(0x87, 1, 0, 0, 0)], 5u64.wrapping_neg()), // neg
+        (&[mov64(1, 5), insn(0x84, 1, 0, 0, 0)], 0xffff_fffb), // neg32
+        (&[mov64(1, 0x1234), insn(0xdc, 1, 0, 0, 16)], 0x3412), // be16 (swap)
+        (&[mov64(1, 0x12345), insn(0xd4, 1, 0, 0, 16)], 0x2345), // le16 (truncate)
+        (
+            &[mov64(1, 0x80), insn(0xbf, 2, 1, 8, 0), mov64_reg(1, 2)],
+            (-128i64) as u64,
+        ), // movsx8
+        (&[mov64(1, -7), insn(0x37, 1, 0, 1, 2)], (-3i64) as u64), // sdiv
+        (&[mov64(1, -7), insn(0x97, 1, 0, 1, 2)], (-1i64) as u64), // smod
+        (&[mov64(1, 7), mov64(3, 0), insn(0x3f, 1, 3, 0, 0)], 0), // div by r3 = 0
+        (&[mov64(1, 7), mov64(3, 0), insn(0x9f, 1, 3, 0, 0)], 7), // mod by r3 = 0
+        (&[mov64(1, -8), insn(0xc7, 1, 0, 0, 1)], (-4i64) as u64), // arsh
+        (&[mov64(1, -8), insn(0xc4, 1, 0, 0, 1)], 0xffff_fffc), // arsh32
+        (
+            &[mov64(1, 3), insn(0x67, 1, 0, 0, 62)],
+            0xc000_0000_0000_0000,
+        ), // lsh
+        (&[mov32(1, 3), insn(0x04, 1, 0, 0, -4)], 0xffff_ffff), // w1 += -4 wraps in 32 bits
+    ];
+    for (prefix, value) in cases {
+        let mut p: Vec<Insn> = prefix.to_vec();
+        let at = p.len();
+        p.extend(ld_imm64(2, 0, *value));
+        p.push(insn(0x1d, 1, 2, 1, 0)); // if r1 == r2 goto +1
+        p.extend([poison(), mov64(0, 0), exit()]);
+        let outcome = run(&p);
+        assert_eq!(reached(&outcome), [] as [u32; 0], "{prefix:?} = {value:#x}");
+        assert!(
+            outcome
+                .decided
+                .contains_key(&(at as u32 + 2, at as u32 + 3))
+        );
+    }
+}
+
+/// `r1 = 1 (relocation 9); <store>; r1 = 5; <load>; if r1 != 0 goto +1; poison; exit` with the
+/// given store and load: whether the fill gives back the spilled 1.
+fn spill_program(store: Insn, load: Insn) -> Vec<Insn> {
+    vec![
+        mov64(1, 1),
+        store,
+        mov64(1, 5),
+        load,
+        insn(0x55, 1, 0, 1, 0),
+        poison(),
+        mov64(0, 0),
+        exit(),
+    ]
+}
+
+#[test]
+fn spills_and_fills_as_the_verifier_tracks_them() {
+    let relocated = [(0, Annotation::Relocated(9))];
+    let stx = |size: u8, off: i16| insn(0x63 | size, 10, 1, off, 0);
+    let ldx = |size: u8, off: i16| insn(0x61 | size, 1, 10, off, 0);
+    let (dw, w, b) = (0x18, 0x00, 0x10);
+    // (store, load, poison reached): by the rules of check_stack_{write,read}_fixed_off.
+    let cases = [
+        (stx(dw, -8), ldx(dw, -8), false),  // 8-byte spill, 8-byte fill
+        (stx(w, -16), ldx(w, -16), false),  // 4-byte spill at an aligned slot
+        (stx(dw, -8), ldx(w, -8), false),   // narrower fill at the slot start
+        (stx(dw, -8), ldx(b, -7), true),    // fill of another byte: unknown
+        (stx(w, -4), ldx(w, -4), true),     // unaligned: the bytes are just misc
+        (stx(w, -16), ldx(dw, -16), false), // wider fill restores the register
+        (insn(0x7a, 10, 0, -8, 1), ldx(dw, -8), false), // BPF_ST immediate
+    ];
+    for (store, load, poisoned) in cases {
+        let outcome = run_with(&spill_program(store, load), &relocated, &[]);
+        assert_eq!(
+            !reached(&outcome).is_empty(),
+            poisoned,
+            "{store:?} {load:?}"
+        );
+        if !poisoned && store.code != 0x7a {
+            // The constant keeps its relocation through the spill and the fill.
+            let branch = outcome.decided.get(&(4, 5)).expect("decided");
+            assert_eq!(branch.left.relocation, Some(9));
+        }
+    }
+    // A zero written anywhere is known zero (STACK_ZERO); a one at an unaligned offset is not.
+    let zero = [
+        mov64(1, 0),
+        stx(w, -4),
+        mov64(1, 5),
+        ldx(w, -4),
+        insn(0x15, 1, 0, 1, 0),
+        poison(),
+        mov64(0, 0),
+        exit(),
+    ];
+    assert_eq!(reached(&run(&zero)), [] as [u32; 0]);
+    // A helper writing through a stack pointer makes the bytes it writes unknown.
+    let clobbered = [
+        mov64(1, 1),
+        stx(dw, -8),
+        mov64_reg(1, 10),
+        insn(0x07, 1, 0, 0, -8),
+        mov64(2, 8),
+        helper(113),
+        ldx(dw, -8),
+        insn(0x55, 1, 0, 1, 0),
+        poison(),
+        mov64(0, 0),
+        exit(),
+    ];
+    assert_eq!(reached(&run(&clobbered)), [8]);
+}
+
+#[test]
+fn static_calls_return_their_value_global_calls_do_not() {
+    // main: call sub; if r0 == 0 goto +1; poison; exit.  sub (at 5): r0 = 0 (reloc 3); exit.
+    let p = [
+        call(4),
+        insn(0x15, 0, 0, 1, 0),
+        poison(),
+        mov64(0, 0),
+        exit(),
+        mov64(0, 0),
+        exit(),
+    ];
+    let relocated = [(5, Annotation::Relocated(3))];
+    let outcome = run_with(&p, &relocated, &[]);
+    assert_eq!(reached(&outcome), [] as [u32; 0]);
+    assert_eq!(
+        outcome.decided.get(&(1, 2)).and_then(|b| b.left.relocation),
+        Some(3)
+    );
+    // The same sub-program as a global function: checked alone, its return value unknown.
+    let outcome = run_with(&p, &relocated, &[5]);
+    assert_eq!(reached(&outcome), [2]);
+    // Callee-saved registers survive the call, argument registers do not.
+    let p = [
+        mov64(6, 0),
+        mov64(1, 1),
+        call(4),                // the callee at 2 + 4 + 1 = 7
+        insn(0x15, 6, 0, 1, 0), // r6 == 0: always
+        poison(),
+        mov64(0, 0),
+        exit(),
+        mov64(6, 1), // the callee's own r6
+        mov64(0, 0),
+        exit(),
+    ];
+    assert_eq!(reached(&run(&p)), [] as [u32; 0]);
+}
+
+#[test]
+fn poison_in_a_stack_pointer_argument_written_by_a_callee() {
+    // main: *(u64 *)(fp - 8) = 0; r1 = fp - 8; call sub; r1 = *(fp - 8); if r1 == 0 goto +1;
+    // poison; exit.  sub writes 1 through its argument, so the poison is reached.
+    let p = [
+        insn(0x7a, 10, 0, -8, 0),
+        mov64_reg(1, 10),
+        insn(0x07, 1, 0, 0, -8),
+        call(5),
+        insn(0x79, 1, 10, -8, 0),
+        insn(0x15, 1, 0, 1, 0),
+        poison(),
+        mov64(0, 0),
+        exit(),
+        insn(0x7a, 1, 0, 0, 1), // *(u64 *)(r1 + 0) = 1
+        mov64(0, 0),
+        exit(),
+    ];
+    assert_eq!(reached(&run(&p)), [6]);
+}
+
+#[test]
+fn callbacks_are_explored() {
+    // 0: r1 = 4; 1-2: r2 = &callback (ld_imm64 src_reg 4, at 1 + 4 + 1 = 6); 3: bpf_loop;
+    // 4: r0 = 0; 5: exit; 6: poison (the callback); 7: exit.
+    let mut p = vec![mov64(1, 4)];
+    p.extend(ld_imm64(2, 4, 4));
+    p.extend([helper(181), mov64(0, 0), exit(), poison(), exit()]);
+    assert_eq!(reached(&run(&p)), [6]);
+    // Without the callback address nothing reaches the poison.
+    p[1] = mov64(2, 0);
+    p[2] = mov64(2, 0);
+    let outcome = run(&p);
+    assert_eq!(reached(&outcome), [] as [u32; 0]);
+    assert!(!outcome.visited[6]);
+}
+
+#[test]
+fn load_time_values_make_load_time_branches() {
+    // r1 = &rodata; r1 = *(u32 *)(r1 + 0); if r1 == 0 goto +1; poison; exit.
+    let mut p: Vec<Insn> = ld_imm64(1, 0, 0).to_vec();
+    p.extend([
+        insn(0x61, 1, 1, 0, 0),
+        insn(0x15, 1, 0, 1, 0),
+        poison(),
+        mov64(0, 0),
+        exit(),
+    ]);
+    let outcome = run_with(&p, &[(0, Annotation::LoadTimeData)], &[]);
+    let reach = outcome.reached.first().expect("reached");
+    assert_eq!(reach.poison, 4);
+    let edge = reach.load_time.expect("past a load-time branch");
+    assert_eq!((edge.branch.insn, edge.taken, edge.sole), (3, false, true));
+    // Runtime data (a map value) is just unknown: the same path is a plain fork.
+    let outcome = run_with(&p, &[(0, Annotation::RuntimeData)], &[]);
+    assert!(
+        outcome
+            .reached
+            .first()
+            .expect("reached")
+            .load_time
+            .is_none()
+    );
+    // A weak ksym's address compared with 0 is known only at load time; a .rodata address is
+    // never null.
+    let test_addr = |a| {
+        let mut p: Vec<Insn> = ld_imm64(1, 0, 0).to_vec();
+        p.extend([insn(0x15, 1, 0, 1, 0), poison(), mov64(0, 0), exit()]);
+        run_with(&p, &[(0, a)], &[])
+    };
+    let ksym = test_addr(Annotation::Extern);
+    assert!(ksym.reached.first().and_then(|r| r.load_time).is_some());
+    assert_eq!(reached(&test_addr(Annotation::LoadTimeData)), [3]);
+    assert!(
+        test_addr(Annotation::LoadTimeData).reached[0]
+            .forks
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_budget_bounds_the_exploration() {
+    // An endless loop on known values: no fork to prune at, only the budget stops it.
+    let p = [
+        mov64(1, 0),
+        insn(0x07, 1, 0, 0, 1),
+        insn(0x05, 0, 0, -2, 0),
+        exit(),
+    ];
+    let outcome = run(&p);
+    assert!(outcome.exhausted);
+    assert_eq!(outcome.visits, BUDGET.visits);
+    // An endless loop on an unknown value forks the same state again: pruned, complete.
+    let p = [helper(7), insn(0x15, 0, 0, -2, 0), mov64(0, 0), exit()];
+    let outcome = run(&p);
+    assert!(!outcome.exhausted);
+    // Calls nested deeper than the verifier's 8 frames stop the path and count as exhausted.
+    let p = [call(-1)];
+    assert!(run(&p).exhausted);
+}
+
+#[test]
+fn a_dead_edge_labels_the_code_behind_it() {
+    // if r1(=0) != 0 goto +2; r0 = 0; exit; poison (only via the dead edge); exit.
+    let p = [
+        mov64(1, 0),
+        insn(0x55, 1, 0, 2, 0),
+        mov64(0, 0),
+        exit(),
+        mov64(0, 1),
+        poison(),
+        exit(),
+    ];
+    let outcome = run(&p);
+    let labels = dead_code_guards(&p, &outcome).expect("labels");
+    let (guard, dead) = labels[5].expect("guarded");
+    assert_eq!((guard.insn, dead), (1, 4));
+    assert!(labels[2].is_none(), "visited code has no guard");
+}
