@@ -13,6 +13,7 @@ pub mod matching;
 pub mod patch;
 pub mod relocate;
 pub mod spec;
+pub mod verdict;
 
 pub use calc::{PoisonReason, Resolution};
 pub use candidates::{BtfSource, Candidate, CandidateIndex, ScanPlan, Targets};
