@@ -588,13 +588,13 @@ fn print_summary(
     if !super::quiet() {
         eprintln!(
             "btfgen batch: {ok} kernel(s) ok{reused_note}, {failed} failed; {objects} object(s), {relocations} CO-RE relocation(s) per kernel \
-             ({resolved:.1}% resolved); {} of kernel BTF ({} on disk) -> {} in {} ({seconds:.2} s, {jobs} thread(s))",
+             ({resolved:.1}% resolved); {} of kernel BTF ({} on disk) -> {} in {} ({seconds:.2} s, {jobs} thread(s)); programs: {}",
             human_bytes(sum.btf_bytes),
             human_bytes(sum.disk_bytes),
             human_bytes(sum.out_bytes),
             args.out_dir.display(),
+            programs.line(),
         );
-        eprintln!("btfgen batch: programs: {}", programs.line());
         for m in mismatches {
             eprintln!(
                 "btfgen batch: {}: {} ({} program(s) rejected only there: arch-mismatch)",

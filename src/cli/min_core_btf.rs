@@ -248,8 +248,10 @@ fn minimize(
     if super::quiet() {
         return Ok(ExitCode::SUCCESS);
     }
+    let mut programs = VerdictCounts::default();
+    programs.add(&verdicts.programs);
     eprintln!(
-        "btfgen: {} object(s), {} CO-RE relocation(s) ({} resolved): {} types / {} bytes -> {} types / {} bytes in {} ({:.1} ms)",
+        "btfgen: {} object(s), {} CO-RE relocation(s) ({} resolved): {} types / {} bytes -> {} types / {} bytes in {} ({:.1} ms); programs: {}",
         stats.objects,
         stats.relocations,
         stats.resolved,
@@ -258,11 +260,9 @@ fn minimize(
         minimized.types,
         minimized.bytes.len(),
         output.display(),
-        started.elapsed().as_secs_f64() * 1e3
+        started.elapsed().as_secs_f64() * 1e3,
+        programs.line()
     );
-    let mut counts = VerdictCounts::default();
-    counts.add(&verdicts.programs);
-    eprintln!("btfgen: programs: {}", counts.line());
     Ok(ExitCode::SUCCESS)
 }
 
