@@ -197,6 +197,8 @@ struct Tally {
     rows: Vec<Value>,
     /// Every finished kernel's verdicts.
     verdicts: Vec<KernelVerdicts>,
+    /// The objects that do not fit an architecture, found once every kernel is done.
+    mismatches: Vec<ArchMismatch>,
     /// Temporary files of an interrupted run, removed before this one.
     removed_temporaries: usize,
     /// Stored outputs no kernel uses any more, removed after this run.
@@ -345,7 +347,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         }
     });
     progress.finish();
-    let mismatches = verdicts::apply_arch_mismatches(&mut tally.verdicts);
+    tally.mismatches = verdicts::apply_arch_mismatches(&mut tally.verdicts);
 
     let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
     write_products(
@@ -356,12 +358,11 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         &object_hashes,
         &skipped,
         &names,
-        &mismatches,
     );
     for e in &tally.errors {
         eprintln!("btfgen: FAILED {e}");
     }
-    print_summary(args, &tally, &mismatches, &names, total, jobs, started);
+    print_summary(args, &tally, &names, total, jobs, started);
     Ok(if tally.failures.is_empty() && tally.errors.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -506,7 +507,6 @@ fn write_products(
     object_hashes: &[(String, String)],
     skipped: &[Skipped],
     object_names: &[String],
-    mismatches: &[ArchMismatch],
 ) {
     if args.keeps_index() {
         let entries = &tally.entries;
@@ -541,7 +541,7 @@ fn write_products(
             .collect();
         rows.append(&mut tally.rows);
         rows.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
-        if let Err(e) = report::write(path, object_names, mismatches, rows) {
+        if let Err(e) = report::write(path, object_names, &tally.mismatches, rows) {
             tally.errors.push(e.0);
         }
     }
@@ -552,7 +552,6 @@ fn write_products(
 fn print_summary(
     args: &BatchArgs,
     tally: &Tally,
-    mismatches: &[ArchMismatch],
     object_names: &[String],
     total: usize,
     jobs: usize,
@@ -595,7 +594,7 @@ fn print_summary(
             args.out_dir.display(),
             programs.line(),
         );
-        for m in mismatches {
+        for m in &tally.mismatches {
             eprintln!(
                 "btfgen batch: {}: {} ({} program(s) rejected only there: arch-mismatch)",
                 object_names.get(m.object).map_or("?", String::as_str),
@@ -656,7 +655,8 @@ fn print_summary(
         "archive": args.archive.as_deref().map(path),
         "report": args.report.as_deref().map(path),
         "programs": programs.to_json(),
-        "arch_mismatches": mismatches
+        "arch_mismatches": tally
+            .mismatches
             .iter()
             .map(|m| m.to_json(object_names))
             .collect::<Vec<_>>(),
