@@ -1,7 +1,9 @@
 //! `btfgen batch` on a tree of 60+ kernels (`batch_common::build_scale_tree`): `--dedup` stores
 //! exactly the distinct outputs of a plain run, every link resolves to its kernel's output, the
 //! index maps every kernel, `--archive` is byte-identical across runs; the `--report` agrees
-//! with `btfgen relocate --json` on every cell, and its HTML page renders in headless Chromium.
+//! with `btfgen relocate --json` on every entry-program cell (sub-program relocations charged to
+//! their callers), and its HTML page renders in headless Chromium: cells coloured by verdict,
+//! identical kernels collapsed into one row, columns grouped by object.
 
 mod batch_common;
 
