@@ -98,7 +98,7 @@ pub fn record_object<'o>(
 
 /// One cell per entry program of the object `name` (`programs`, from `relocated`): its
 /// status, verdict, evidence and every relocation libbpf applies to it.
-pub fn object_cells(
+fn object_cells(
     name: &str,
     local: &Btf<'_>,
     targets: &Targets<'_>,
