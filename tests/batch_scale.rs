@@ -1,7 +1,9 @@
 //! `btfgen batch` on a tree of 60+ kernels (`batch_common::build_scale_tree`): `--dedup` stores
 //! exactly the distinct outputs of a plain run, every link resolves to its kernel's output, the
 //! index maps every kernel, `--archive` is byte-identical across runs; the `--report` agrees
-//! with `btfgen relocate --json` on every cell, and its HTML page renders in headless Chromium.
+//! with `btfgen relocate --json` on every entry-program cell (sub-program relocations charged to
+//! their callers), and its HTML page renders in headless Chromium: cells coloured by verdict,
+//! identical kernels collapsed into one row, columns grouped by object.
 
 mod batch_common;
 
@@ -240,28 +242,39 @@ fn dedup_stores_each_distinct_output_once_and_the_archive_is_reproducible() {
     );
 }
 
-/// The relocations of a report cell or `relocate --json`, keyed by (object, program).
-type Cells = BTreeMap<(String, String), Vec<Value>>;
+/// The objects of the report tests: the tree's, and `calls.bpf.o`, whose `.text` sub-programs
+/// libbpf appends to their callers (one poisoned on the example kernel's variants).
+fn report_objects() -> Vec<PathBuf> {
+    let mut objects = objects();
+    objects.push(data("progs/calls.bpf.o"));
+    objects
+}
 
-fn relocate_cells(btf: &Path) -> (Cells, bool) {
+/// `relocate --json` on `btf`: its records (one per relocation), and whether it succeeded.
+fn relocate_records(btf: &Path) -> (Vec<Value>, bool) {
     let mut args: Vec<std::ffi::OsString> = vec![
         "relocate".into(),
         "--json".into(),
         "--btf".into(),
         btf.into(),
     ];
-    args.extend(objects().into_iter().map(Into::into));
+    args.extend(report_objects().into_iter().map(Into::into));
     let out = btfgen(&args);
-    let mut cells = Cells::new();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        let key = (
-            v["object"].as_str().unwrap().to_string(),
-            v["program"].as_str().unwrap().to_string(),
-        );
-        cells.entry(key).or_default().push(v);
-    }
-    (cells, out.status.success())
+    let records = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (records, out.status.success())
+}
+
+/// (object, section, relo #): a relocation as libbpf numbers it.
+fn relo_key(r: &Value) -> (String, String, u64) {
+    (
+        r["object"].as_str().unwrap().to_string(),
+        r["section"].as_str().unwrap().to_string(),
+        r["relo"].as_u64().unwrap(),
+    )
 }
 
 #[test]
@@ -271,11 +284,16 @@ fn report_agrees_with_relocate_for_every_cell() {
     let kernels = build_scale_tree(&tree);
     let report_path = tmp.0.join("report.json");
     let report_arg = format!("--report={}", report_path.display());
-    let run = batch(&tree, &tmp.0.join("out"), &[&report_arg, "--json"]);
+    let run = batch_with(
+        &tree,
+        &tmp.0.join("out"),
+        &[&report_arg, "--json"],
+        &report_objects(),
+    );
     let s = summary(&run);
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
-    assert_eq!(report["format"], "btfgen-report/1");
+    assert_eq!(report["format"], "btfgen-report/2");
     let rows = report["kernels"].as_array().unwrap();
     assert_eq!(rows.len(), kernels.len());
     let failed_paths: BTreeSet<&str> = s["failures"]
@@ -286,6 +304,8 @@ fn report_agrees_with_relocate_for_every_cell() {
         .collect();
 
     let mut statuses = BTreeSet::new();
+    let mut verdicts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut poisoned_in_subprog = 0;
     let plain = tmp.0.join("kernel.btf");
     for k in &kernels {
         let row = rows
@@ -293,7 +313,7 @@ fn report_agrees_with_relocate_for_every_cell() {
             .find(|r| r["path"] == k.rel.as_str())
             .unwrap_or_else(|| panic!("{} not in the report", k.rel));
         std::fs::write(&plain, &k.plain).unwrap();
-        let (expected, relocate_ok) = relocate_cells(&plain);
+        let (records, relocate_ok) = relocate_records(&plain);
         // A kernel fails in batch exactly where relocate reports an error.
         assert_eq!(
             failed_paths.contains(k.rel.as_str()),
@@ -301,58 +321,142 @@ fn report_agrees_with_relocate_for_every_cell() {
             "{}",
             k.rel
         );
-        let mut seen = Cells::new();
-        for cell in row["programs"].as_array().unwrap() {
-            let key = (
-                cell["object"].as_str().unwrap().to_string(),
-                cell["program"].as_str().unwrap().to_string(),
+        let cells = row["programs"].as_array().unwrap();
+        // Rows are entry programs: a relocation in a program that is a row has that program
+        // among its callers (a sub-program is never a row).
+        let programs: BTreeSet<(&str, &str)> = cells
+            .iter()
+            .map(|c| {
+                (
+                    c["object"].as_str().unwrap(),
+                    c["program"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        for r in &records {
+            let program = (
+                r["object"].as_str().unwrap(),
+                r["program"].as_str().unwrap(),
             );
-            let relocations: Vec<Value> = cell["relocations"]
-                .as_array()
-                .unwrap()
+            let callers = r["callers"].as_array().unwrap();
+            if programs.contains(&program) {
+                assert_eq!(callers, &[r["program"].clone()], "{r}");
+            }
+            for caller in callers {
+                assert!(
+                    programs.contains(&(program.0, caller.as_str().unwrap())),
+                    "{}: caller {caller} is not an entry program of {}",
+                    k.rel,
+                    program.0
+                );
+            }
+        }
+        for cell in cells {
+            let (object, program) = (
+                cell["object"].as_str().unwrap(),
+                cell["program"].as_str().unwrap(),
+            );
+            // Every relocation libbpf applies to the program: each record whose callers name it,
+            // as relocate --json prints it plus where it is in the assembled program.
+            let mut expected: Vec<&Value> = records
                 .iter()
-                .map(|r| {
-                    // A poisoned relocation says why; no other does.
-                    assert_eq!(r["poison_reason"].is_string(), r["poison"] == true, "{r}");
-                    r.clone()
+                .filter(|r| {
+                    r["object"] == object
+                        && r["callers"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|c| c == program)
                 })
                 .collect();
-            let want_status = if relocations.iter().any(|r| r.get("error").is_some()) {
+            expected.sort_by_key(|r| relo_key(r));
+            let mut got: Vec<Value> = Vec::new();
+            for r in cell["relocations"].as_array().unwrap() {
+                // A poisoned relocation says why; no other does.
+                assert_eq!(r["poison_reason"].is_string(), r["poison"] == true, "{r}");
+                let mut plain = r.clone();
+                let fields = plain.as_object_mut().unwrap();
+                let prog_insn = fields.remove("prog_insn").unwrap().as_u64().unwrap();
+                let insn = r["insn"].as_u64().unwrap();
+                match fields.remove("subprog") {
+                    // In an appended sub-program: after the entry program's own code.
+                    Some(subprog) => {
+                        assert_eq!(subprog, r["program"], "{r}");
+                        assert_ne!(r["program"], program, "{r}");
+                        assert!(prog_insn > insn, "{r}");
+                        poisoned_in_subprog += usize::from(r["poison"] == true);
+                    }
+                    None => {
+                        assert_eq!(r["program"], program, "{r}");
+                        assert_eq!(prog_insn, insn, "{r}");
+                    }
+                }
+                got.push(plain);
+            }
+            got.sort_by_key(relo_key);
+            let expected: Vec<Value> = expected.into_iter().cloned().collect();
+            assert_eq!(
+                got, expected,
+                "{}: {object} {program}: report and relocate --json differ",
+                k.rel
+            );
+            let status = if got.iter().any(|r| r.get("error").is_some()) {
                 "failed"
-            } else if relocations.iter().any(|r| r["poison"] == true) {
+            } else if got.iter().any(|r| r["poison"] == true) {
                 "poisoned"
             } else {
                 "ok"
             };
-            assert_eq!(cell["status"], want_status, "{} {key:?}", k.rel);
-            statuses.insert(want_status);
-            if !relocations.is_empty() {
-                seen.insert(key, relocations);
+            assert_eq!(cell["status"], status, "{} {object} {program}", k.rel);
+            statuses.insert(status);
+            // The verdict follows libbpf's status where that decides it: no poison loads,
+            // a failed relocation fails.
+            let verdict = cell["verdict"].as_str().unwrap();
+            match status {
+                "ok" => assert_eq!(verdict, "loads", "{cell}"),
+                "failed" => assert_eq!(verdict, "failed", "{cell}"),
+                _ => assert!(
+                    ["loads", "rejected", "arch-mismatch", "unknown"].contains(&verdict),
+                    "{cell}"
+                ),
             }
+            for e in cell["evidence"].as_array().unwrap() {
+                assert!(
+                    ["guarded", "reached", "load_time", "failed", "budget"]
+                        .contains(&e["tag"].as_str().unwrap()),
+                    "{e}"
+                );
+                assert!(!e["text"].as_str().unwrap().is_empty(), "{e}");
+            }
+            *verdicts.entry(verdict.to_string()).or_default() += 1;
         }
-        assert_eq!(
-            seen, expected,
-            "{}: report and relocate --json differ",
-            k.rel
-        );
+        // Every relocation that has a caller is in a row.
+        let in_rows: usize = cells
+            .iter()
+            .map(|c| c["relocations"].as_array().unwrap().len())
+            .sum();
+        let applied: usize = records
+            .iter()
+            .map(|r| r["callers"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(in_rows, applied, "{}", k.rel);
         let worst = ["failed", "poisoned", "ok"]
             .into_iter()
-            .find(|st| {
-                row["programs"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|c| c["status"] == *st)
-            })
+            .find(|st| cells.iter().any(|c| c["status"] == *st))
             .unwrap();
         assert_eq!(row["status"], worst, "{}", k.rel);
     }
-    // The tree exercises every status.
+    // The tree exercises every status, and a sub-program's poison charged to its callers.
     assert_eq!(
         statuses,
         BTreeSet::from(["ok", "poisoned", "failed"]),
         "{statuses:?}"
     );
+    assert!(poisoned_in_subprog > 0);
+    // The run's counts are the cells'.
+    for (verdict, n) in &verdicts {
+        assert_eq!(s["programs"][verdict], *n, "{verdict}: {}", s["programs"]);
+    }
 }
 
 fn chromium() -> Option<&'static str> {
@@ -394,6 +498,40 @@ fn headless(browser: &str, url: &str, shot: Option<&Path>) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The page's row of each kernel: kernels whose every program has the same verdict (loads split
+/// by guarded poison) and status share one. Kernel paths by row, in first-seen order.
+fn expected_rows(rows: &[Value]) -> Vec<Vec<String>> {
+    let columns: BTreeSet<(String, String)> = rows
+        .iter()
+        .flat_map(|r| r["programs"].as_array().unwrap())
+        .map(|c| (c["object"].to_string(), c["program"].to_string()))
+        .collect();
+    let mut groups: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    for r in rows {
+        let mut key = vec![r["status"].to_string()];
+        for column in &columns {
+            let cell = r["programs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| (c["object"].to_string(), c["program"].to_string()) == *column);
+            key.push(match cell {
+                Some(c) if c["verdict"] == "loads" && c["status"] == "poisoned" => {
+                    "guarded".to_string()
+                }
+                Some(c) => format!("{}:{}", c["verdict"], c["status"]),
+                None => "none".to_string(),
+            });
+        }
+        let path = r["path"].as_str().unwrap().to_string();
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, paths)) => paths.push(path),
+            None => groups.push((key, vec![path])),
+        }
+    }
+    groups.into_iter().map(|(_, paths)| paths).collect()
+}
+
 #[test]
 fn html_report_renders_in_headless_chromium() {
     let Some(browser) = chromium() else {
@@ -406,15 +544,31 @@ fn html_report_renders_in_headless_chromium() {
     let html = tmp.0.join("report.html");
     let json = tmp.0.join("report.json");
     for report in [&html, &json] {
-        batch(
+        batch_with(
             &tree,
             &tmp.0.join("out"),
             &[&format!("--report={}", report.display())],
+            &report_objects(),
         );
     }
     let page = std::fs::read_to_string(&html).unwrap();
     for external in ["http://", "https://", "src="] {
         assert!(!page.contains(external), "not self-contained: {external}");
+    }
+    // A colour for every verdict, and for an unreadable kernel.
+    for class in [
+        "loads",
+        "guarded",
+        "rejected",
+        "arch-mismatch",
+        "unknown",
+        "failed",
+        "error",
+    ] {
+        assert!(
+            page.contains(&format!(".v-{class} {{ background: #")),
+            "{class}"
+        );
     }
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows = report["kernels"].as_array().unwrap();
@@ -439,22 +593,64 @@ fn html_report_renders_in_headless_chromium() {
     let url = format!("file://{}#cell={}", html.display(), id);
     let dom = headless(browser, &url, None);
 
-    // The matrix: one row per kernel, one column per program.
+    // The matrix: identical kernels collapse into one row that counts them.
     assert!(dom.contains("<table id=\"matrix\">"), "no matrix");
-    assert_eq!(dom.matches("<tr data-kernel=").count(), kernels.len());
-    // The filters, with the tree's distros and arches.
-    for filter in ["filter-distro", "filter-arch", "filter-status"] {
+    let groups = expected_rows(rows);
+    assert!(groups.len() < kernels.len(), "no two kernels alike");
+    assert_eq!(dom.matches("<tr data-kernel=").count(), groups.len());
+    for paths in &groups {
+        let count = format!(
+            "<tr data-kernel=\"{}\" data-count=\"{}\">",
+            paths[0],
+            paths.len()
+        );
+        assert!(dom.contains(&count), "{count}");
+    }
+    // Columns grouped by object: one header over each object's entry programs.
+    for object in report["objects"].as_array().unwrap() {
+        let object = object.as_str().unwrap();
+        let programs: BTreeSet<&str> = rows
+            .iter()
+            .flat_map(|r| r["programs"].as_array().unwrap())
+            .filter(|c| c["object"] == object)
+            .map(|c| c["program"].as_str().unwrap())
+            .collect();
+        let header = format!(
+            "<th class=\"object\" colspan=\"{}\" title=\"{object}\">",
+            programs.len()
+        );
+        assert!(dom.contains(&header), "{header}");
+    }
+    // Cells coloured by verdict: the tree has programs that load, are rejected, fail.
+    for class in ["cell v-loads", "cell v-rejected", "cell v-failed"] {
+        assert!(dom.contains(class), "{class}");
+    }
+    // The filters, with the tree's verdicts, distros and arches.
+    for filter in [
+        "filter-verdict",
+        "filter-distro",
+        "filter-arch",
+        "filter-status",
+    ] {
         assert!(dom.contains(&format!("id=\"{filter}\"")), "{filter}");
     }
     for option in [
         "<option value=\"fields\">",
         "<option value=\"arm64\">",
         "<option value=\"poisoned\">",
+        "<option value=\"arch-mismatch\">",
     ] {
         assert!(dom.contains(option), "{option}");
     }
     // The opened cell: selected, and its relocations listed with their access strings.
-    assert!(dom.contains("cell failed selected"), "cell not selected");
+    let selected: Vec<&str> = dom
+        .split("<td class=\"")
+        .skip(1)
+        .filter_map(|td| td.split('"').next())
+        .filter(|class| class.split(' ').any(|c| c == "selected"))
+        .collect();
+    assert_eq!(selected.len(), 1, "{selected:?}");
+    assert!(selected[0].starts_with("cell v-failed"), "{selected:?}");
     let detail = &dom[dom.find("<div id=\"detail\">").unwrap()..];
     assert!(detail.contains("<table id=\"relocations\">"), "{detail}");
     let relocations = cell["relocations"].as_array().unwrap();
@@ -469,19 +665,87 @@ fn html_report_renders_in_headless_chromium() {
         }
     }
 
-    // A filter from the URL: only the failed kernels remain.
-    let failed = rows.iter().filter(|r| r["status"] == "failed").count();
-    assert!(failed > 0);
+    // A collapsed row opened from the URL: the names of its kernels.
+    let collapsed = groups.iter().max_by_key(|g| g.len()).unwrap();
+    let dom = headless(
+        browser,
+        &format!("file://{}#kernels={}", html.display(), collapsed[0]),
+        None,
+    );
+    let list = &dom[dom
+        .find("<ul id=\"group-kernels\">")
+        .expect("no kernel list")..];
+    let list = &list[..list.find("</ul>").unwrap()];
+    assert_eq!(list.matches("<li>").count(), collapsed.len());
+    for path in collapsed {
+        assert!(list.contains(path.as_str()), "{path}");
+    }
+
+    // Filters from the URL: only the failed kernels remain, then only rows with a rejection.
+    let failed: Vec<Value> = rows
+        .iter()
+        .filter(|r| r["status"] == "failed")
+        .cloned()
+        .collect();
+    assert!(!failed.is_empty());
     let dom = headless(
         browser,
         &format!("file://{}#status=failed", html.display()),
         None,
     );
-    assert_eq!(dom.matches("<tr data-kernel=").count(), failed);
+    assert_eq!(
+        dom.matches("<tr data-kernel=").count(),
+        expected_rows(&failed).len()
+    );
+    let rejected: Vec<Value> = rows
+        .iter()
+        .filter(|r| {
+            r["programs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["verdict"] == "rejected")
+        })
+        .cloned()
+        .collect();
+    assert!(!rejected.is_empty());
+    let dom = headless(
+        browser,
+        &format!("file://{}#verdict=rejected", html.display()),
+        None,
+    );
+    assert_eq!(
+        dom.matches("<tr data-kernel=").count(),
+        expected_rows(&rejected).len()
+    );
 
-    // A screenshot, taken without error.
-    let shot = tmp.0.join("report.png");
-    headless(browser, &url, Some(&shot));
+    // A screenshot, kept under target/ to be looked at (docs/report.png is one).
+    let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/report.png");
+    let sub_poison = rows
+        .iter()
+        .flat_map(|r| {
+            r["programs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |c| (r, c))
+        })
+        .find(|(_, c)| {
+            c["relocations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r.get("subprog").is_some() && r["poison"] == true)
+        })
+        .unwrap();
+    let shot_url = format!(
+        "file://{}#cell={}|{}|{}",
+        html.display(),
+        sub_poison.0["path"].as_str().unwrap(),
+        sub_poison.1["object"].as_str().unwrap(),
+        sub_poison.1["program"].as_str().unwrap()
+    );
+    headless(browser, &shot_url, Some(&shot));
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
     assert!(png.len() > 10_000, "{} bytes", png.len());

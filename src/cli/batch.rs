@@ -21,6 +21,7 @@
 //! on stdout.
 
 use super::dedup::{self, LinkMode};
+use super::verdicts::{self, ArchMismatch, KernelVerdicts, VerdictCounts};
 use super::{
     CliError, CliResult, context, parse_target, read_file, report, scan_plan, write_atomic,
 };
@@ -75,10 +76,15 @@ pub struct BatchArgs {
     /// reproducible .tar.xz: sorted members, owner 0, mtime SOURCE_DATE_EPOCH or 0.
     #[arg(long, value_name = "FILE", requires = "dedup")]
     archive: Option<PathBuf>,
-    /// Write the compatibility report (every kernel x object x program: ok, poisoned or
-    /// failed, with each relocation): HTML if FILE ends in .html, else JSON.
+    /// Write the compatibility report (every kernel x object x entry program: its load
+    /// verdict, libbpf's relocation status, each relocation): HTML if FILE ends in .html,
+    /// else JSON.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Take only the kernels of this architecture (the ARCH directory of the BTFHub layout;
+    /// aarch64 is arm64, amd64 is x86_64).
+    #[arg(long, value_name = "ARCH")]
+    arch: Option<String>,
     /// Redo only the kernels whose output is missing or out of date: input hashes, objects and
     /// output recorded in OUT/index.json (or the journal of a run that was killed).
     #[arg(long)]
@@ -143,6 +149,7 @@ struct WriteJob {
     done: Done,
     input_sha256: Option<String>,
     cells: Vec<Value>,
+    verdicts: KernelVerdicts,
 }
 
 /// What became of one kernel, sent to the main thread.
@@ -153,6 +160,8 @@ struct Finished {
     result: Result<Output, String>,
     /// The kernel's report cells (with `--report`).
     cells: Vec<Value>,
+    /// Its entry programs' verdicts (empty when it was not relocated).
+    verdicts: KernelVerdicts,
 }
 
 /// A kernel's output, written now or still valid from an earlier run.
@@ -184,8 +193,12 @@ struct Tally {
     errors: Vec<String>,
     /// Index entries by output path.
     entries: BTreeMap<String, Value>,
-    /// Report rows, one per kernel.
+    /// Report rows, one per kernel (with `--report`), in the order of `verdicts`.
     rows: Vec<Value>,
+    /// Every finished kernel's verdicts.
+    verdicts: Vec<KernelVerdicts>,
+    /// The objects that do not fit an architecture, found once every kernel is done.
+    mismatches: Vec<ArchMismatch>,
     /// Temporary files of an interrupted run, removed before this one.
     removed_temporaries: usize,
     /// Stored outputs no kernel uses any more, removed after this run.
@@ -215,12 +228,21 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     let hashes: Vec<String> = object_hashes.iter().map(|(_, h)| h.clone()).collect();
     let run_key = dedup::run_key(&hashes, args.dedup);
 
-    let (kernels, skipped) = find_kernels(&args.btf_dir, &args.out_dir)?;
+    let (mut kernels, mut skipped) = find_kernels(&args.btf_dir, &args.out_dir)?;
+    if let Some(arch) = &args.arch {
+        let wanted = verdicts::normalize_arch(arch);
+        let on_arch = |rel: &Path| kernel_arch(rel).as_deref() == Some(wanted);
+        kernels.retain(|k| on_arch(&k.relative));
+        skipped.retain(|(rel, _)| on_arch(Path::new(rel)));
+    }
     let total = kernels.len() + skipped.len();
     if total == 0 {
         return Err(CliError(format!(
-            "{}: no *{BTF_SUFFIX} or *{PACKED_SUFFIX} files found",
-            args.btf_dir.display()
+            "{}: no *{BTF_SUFFIX} or *{PACKED_SUFFIX} files found{}",
+            args.btf_dir.display(),
+            args.arch
+                .as_ref()
+                .map_or(String::new(), |a| format!(" for arch {a}"))
         )));
     }
     let jobs = args
@@ -305,6 +327,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
                         input_sha256: job.input_sha256,
                         result,
                         cells: job.cells,
+                        verdicts: job.verdicts,
                     });
                 }
             });
@@ -324,6 +347,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         }
     });
     progress.finish();
+    tally.mismatches = verdicts::apply_arch_mismatches(&mut tally.verdicts);
 
     let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
     write_products(
@@ -338,7 +362,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     for e in &tally.errors {
         eprintln!("btfgen: FAILED {e}");
     }
-    print_summary(args, &tally, total, objects.len(), jobs, started);
+    print_summary(args, &tally, &names, total, jobs, started);
     Ok(if tally.failures.is_empty() && tally.errors.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -357,16 +381,17 @@ fn process(
     previous: &BTreeMap<String, Value>,
     (input, unpacked): (&mut Vec<u8>, &mut Vec<u8>),
 ) -> Step {
-    let finished = |input_sha256, result, cells| {
+    let finished = |input_sha256, result, cells, verdicts| {
         Step::Done(Finished {
             index,
             input_sha256,
             result,
             cells,
+            verdicts,
         })
     };
     if let Err(e) = read_input(kernel, input) {
-        return finished(None, Err(e.0), Vec::new());
+        return finished(None, Err(e.0), Vec::new(), KernelVerdicts::default());
     }
     let input_sha256 = args.keeps_index().then(|| dedup::sha256_hex(input));
     let up_to_date = input_sha256.as_deref().and_then(|hash| {
@@ -374,33 +399,40 @@ fn process(
             .get(kernel.relative.to_string_lossy().as_ref())
             .filter(|entry| dedup::still_valid(&args.out_dir, entry, hash))
     });
-    let reuse = |entry: &Value, cells| {
+    let reuse = |entry: &Value, cells, verdicts| {
         let output = Output {
             done: None,
             sha256: entry["sha256"].as_str().map(str::to_string),
             size: entry["size"].as_u64().unwrap_or(0),
         };
-        finished(input_sha256.clone(), Ok(output), cells)
+        finished(input_sha256.clone(), Ok(output), cells, verdicts)
     };
     if let (Some(entry), None) = (up_to_date, &args.report) {
-        return reuse(entry, Vec::new());
+        return reuse(entry, Vec::new(), KernelVerdicts::default());
     }
     let mut cells = Vec::new();
+    let mut verdicts = KernelVerdicts::default();
     let want_cells = args.report.is_some().then_some(&mut cells);
-    match (
-        minimize(kernel, objects, plan, input, unpacked, want_cells),
-        up_to_date,
-    ) {
+    let minimized = minimize(
+        kernel,
+        objects,
+        plan,
+        (input, unpacked),
+        &mut verdicts,
+        want_cells,
+    );
+    match (minimized, up_to_date) {
         // The report needed the relocations; the output on disk stands.
-        (Ok(_), Some(entry)) => reuse(entry, cells),
+        (Ok(_), Some(entry)) => reuse(entry, cells, verdicts),
         (Ok((bytes, done)), None) => Step::Write(WriteJob {
             index,
             bytes,
             done,
             input_sha256,
             cells,
+            verdicts,
         }),
-        (Err(e), _) => finished(input_sha256, Err(e.0), cells),
+        (Err(e), _) => finished(input_sha256, Err(e.0), cells, verdicts),
     }
 }
 
@@ -420,6 +452,9 @@ impl Tally {
             let row = report::kernel_row(&rel, fields.clone(), finished.cells, error);
             self.rows.push(row);
         }
+        let mut verdicts = finished.verdicts;
+        verdicts.arch = kernel_arch(&kernel.relative);
+        self.verdicts.push(verdicts);
         let mut entry = fields;
         entry["path"] = json!(rel);
         let input = kernel.input.strip_prefix(&args.btf_dir);
@@ -493,6 +528,9 @@ fn write_products(
         }
     }
     if let Some(path) = &args.report {
+        for (row, verdicts) in tally.rows.iter_mut().zip(&tally.verdicts) {
+            report::set_verdicts(row, verdicts);
+        }
         // Skipped kernels (a second file for the same output) are in the report too.
         let mut rows: Vec<Value> = skipped
             .iter()
@@ -503,7 +541,7 @@ fn write_products(
             .collect();
         rows.append(&mut tally.rows);
         rows.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
-        if let Err(e) = report::write(path, object_names, rows) {
+        if let Err(e) = report::write(path, object_names, &tally.mismatches, rows) {
             tally.errors.push(e.0);
         }
     }
@@ -514,11 +552,13 @@ fn write_products(
 fn print_summary(
     args: &BatchArgs,
     tally: &Tally,
+    object_names: &[String],
     total: usize,
-    objects: usize,
     jobs: usize,
     started: Instant,
 ) {
+    let objects = object_names.len();
+    let programs = verdict_counts(tally);
     let (ok, reused, sum) = (tally.ok, tally.reused, &tally.sum);
     let failed = tally.failures.len();
     let computed = (ok - reused) as u64;
@@ -547,12 +587,21 @@ fn print_summary(
     if !super::quiet() {
         eprintln!(
             "btfgen batch: {ok} kernel(s) ok{reused_note}, {failed} failed; {objects} object(s), {relocations} CO-RE relocation(s) per kernel \
-             ({resolved:.1}% resolved); {} of kernel BTF ({} on disk) -> {} in {} ({seconds:.2} s, {jobs} thread(s))",
+             ({resolved:.1}% resolved); {} of kernel BTF ({} on disk) -> {} in {} ({seconds:.2} s, {jobs} thread(s)); programs: {}",
             human_bytes(sum.btf_bytes),
             human_bytes(sum.disk_bytes),
             human_bytes(sum.out_bytes),
             args.out_dir.display(),
+            programs.line(),
         );
+        for m in &tally.mismatches {
+            eprintln!(
+                "btfgen batch: {}: {} ({} program(s) rejected only there: arch-mismatch)",
+                object_names.get(m.object).map_or("?", String::as_str),
+                m.message(),
+                m.programs
+            );
+        }
         if args.dedup.is_some() && ok > 0 {
             let saved = 100.0 * (1.0 - stored_bytes as f64 / output_bytes.max(1) as f64);
             eprintln!(
@@ -605,6 +654,12 @@ fn print_summary(
         "index": indexed.then(|| path(&args.out_dir.join(dedup::INDEX))),
         "archive": args.archive.as_deref().map(path),
         "report": args.report.as_deref().map(path),
+        "programs": programs.to_json(),
+        "arch_mismatches": tally
+            .mismatches
+            .iter()
+            .map(|m| m.to_json(object_names))
+            .collect::<Vec<_>>(),
         "removed_temporaries": tally.removed_temporaries,
         "pruned": tally.pruned,
         "seconds": seconds,
@@ -694,6 +749,20 @@ fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Skip
     Ok((kernels, failures))
 }
 
+/// A kernel's architecture: the ARCH directory of its BTFHub path, normalized.
+fn kernel_arch(relative: &Path) -> Option<String> {
+    let fields = dedup::kernel_fields(relative);
+    let arch = fields["arch"].as_str()?;
+    Some(verdicts::normalize_arch(arch).to_string())
+}
+
+/// The programs of every kernel relocated this run, counted by verdict.
+fn verdict_counts(tally: &Tally) -> VerdictCounts {
+    let mut counts = VerdictCounts::default();
+    counts.add(tally.verdicts.iter().flat_map(|k| &k.programs));
+    counts
+}
+
 /// Read a kernel's file into `input`, the calling thread's buffer, reused from kernel to
 /// kernel (a kernel BTF is a few MiB: fresh buffers would cost a page fault every 4 KiB, each
 /// time).
@@ -707,14 +776,14 @@ fn read_input(kernel: &Kernel, input: &mut Vec<u8>) -> CliResult<()> {
 
 /// Minimize `objects` (whose candidates `plan` finds) against one kernel, whose file's bytes are
 /// `input`: the output bytes and what went in and out. `unpacked` is the calling thread's buffer
-/// for a packed kernel. With `cells`, each program's relocations are reported there (also when
-/// a relocation fails the kernel).
+/// for a packed kernel. Each entry program's verdict goes to `verdicts`, and with `cells`, its
+/// report cell there (also when a relocation fails the kernel: every object is relocated).
 fn minimize(
     kernel: &Kernel,
     objects: &[LocalObject<'_>],
     plan: &ScanPlan<'_>,
-    input: &[u8],
-    unpacked: &mut Vec<u8>,
+    (input, unpacked): (&[u8], &mut Vec<u8>),
+    verdicts: &mut KernelVerdicts,
     mut cells: Option<&mut Vec<Value>>,
 ) -> CliResult<(Vec<u8>, Done)> {
     let name = kernel.input.display();
@@ -735,25 +804,23 @@ fn minimize(
         .map_err(context(format!("{name}: indexing candidates")))?;
     let mut info = RelocInfo::with_index(targets, index);
     let mut failed = None;
-    for o in objects {
+    for (at, o) in objects.iter().enumerate() {
         let relocated = info
             .relocate(&o.object, &o.btf)
             .map_err(context(format!("{name}: {}", o.name)))?;
-        if let Some(cells) = cells.as_deref_mut() {
-            cells.extend(report::object_cells(
-                o.name,
-                &o.object,
-                &o.btf,
-                info.targets(),
-                &relocated,
-            ));
-        }
-        // With a report, the other objects' relocations are still worth reporting.
+        report::record_object(
+            verdicts,
+            cells.as_deref_mut(),
+            (at, o.name),
+            &o.object,
+            &o.btf,
+            info.targets(),
+            &relocated,
+        )
+        .map_err(context(&name))?;
+        // The other objects' verdicts still count.
         if let Err(e) = info.add_relocated(o.name, &relocated) {
             failed.get_or_insert(CliError(format!("{name}: {}: {e}", o.name)));
-            if cells.is_none() {
-                break;
-            }
         }
     }
     if let Some(e) = failed {

@@ -3,14 +3,18 @@
 //! and the example object the repo ships, writing `min.btf`.
 
 use super::modules::ModuleArgs;
+use super::relocate::callers_text;
+use super::verdicts::{KernelVerdicts, VerdictCounts};
 use super::{
     CliError, CliResult, TargetFiles, context, read_file, report, scan_plan, write_atomic,
 };
 use btfgen::btf::Btf;
 use btfgen::core::CandidateIndex;
 use btfgen::core::relocate::local_type_names;
+use btfgen::core::verdict;
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -178,17 +182,27 @@ fn minimize(
     input: &Path,
 ) -> CliResult<ExitCode> {
     let mut cells = Vec::new();
+    let mut verdicts = KernelVerdicts::default();
+    // `--explain`'s callers of each relocation, by what it names it: (object, program, relo #).
+    let mut callers: HashMap<(&str, &str, u32), String> = HashMap::new();
     let mut failed = None;
-    for (name, obj, local) in parsed {
+    for (at, (name, obj, local)) in parsed.iter().enumerate() {
         let relocated = info.relocate(obj, local).map_err(context(name))?;
-        if args.report.is_some() {
-            cells.extend(report::object_cells(
-                name,
-                obj,
-                local,
-                info.targets(),
-                &relocated,
-            ));
+        let want_cells = args.report.is_some().then_some(&mut cells);
+        let programs = report::record_object(
+            &mut verdicts,
+            want_cells,
+            (at, name),
+            obj,
+            local,
+            info.targets(),
+            &relocated,
+        )?;
+        if args.explain {
+            for (i, r) in relocated.relocations.iter().enumerate() {
+                let names: Vec<&str> = verdict::callers(&programs, i).collect();
+                callers.insert((name.as_str(), r.program, r.relo), callers_text(&names));
+            }
         }
         if let Err(e) = info.add_relocated(name, &relocated) {
             failed.get_or_insert(CliError(format!("{name}: {e}")));
@@ -203,9 +217,11 @@ fn minimize(
         let fields =
             serde_json::json!({"distro": null, "version": null, "arch": null, "kernel": name});
         let error = failed.as_ref().map(|e| e.0.as_str());
-        let row = report::kernel_row(&name, fields, cells, error);
+        let mut row = report::kernel_row(&name, fields, cells, error);
+        report::set_verdicts(&mut row, &verdicts);
         let objects: Vec<String> = parsed.iter().map(|(name, ..)| name.to_string()).collect();
-        report::write(path, &objects, vec![row])?;
+        // One kernel has one architecture: no mismatch to find.
+        report::write(path, &objects, &[], vec![row])?;
     }
     if let Some(e) = failed {
         return Err(e);
@@ -216,6 +232,7 @@ fn minimize(
     if args.explain {
         info.explain(&mut explanation)
             .map_err(context("--explain"))?;
+        explanation = with_callers(&explanation, &callers);
     }
     write_atomic(output, &minimized.bytes)?;
     print!("{explanation}");
@@ -231,8 +248,10 @@ fn minimize(
     if super::quiet() {
         return Ok(ExitCode::SUCCESS);
     }
+    let mut programs = VerdictCounts::default();
+    programs.add(&verdicts.programs);
     eprintln!(
-        "btfgen: {} object(s), {} CO-RE relocation(s) ({} resolved): {} types / {} bytes -> {} types / {} bytes in {} ({:.1} ms)",
+        "btfgen: {} object(s), {} CO-RE relocation(s) ({} resolved): {} types / {} bytes -> {} types / {} bytes in {} ({:.1} ms); programs: {}",
         stats.objects,
         stats.relocations,
         stats.resolved,
@@ -241,7 +260,33 @@ fn minimize(
         minimized.types,
         minimized.bytes.len(),
         output.display(),
-        started.elapsed().as_secs_f64() * 1e3
+        started.elapsed().as_secs_f64() * 1e3,
+        programs.line()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--explain`'s text with each `needed by OBJECT: prog 'NAME' relo #N ...` line followed by
+/// the entry programs libbpf loads that relocation in (`callers`, keyed as the line names it).
+fn with_callers(explanation: &str, callers: &HashMap<(&str, &str, u32), String>) -> String {
+    let mut out = String::with_capacity(explanation.len() + explanation.len() / 4);
+    for line in explanation.lines() {
+        out.push_str(line);
+        if let Some(names) = explained_relocation(line).and_then(|key| callers.get(&key)) {
+            out.push_str(" [callers: ");
+            out.push_str(names);
+            out.push(']');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// (object, program, relo #) of an `--explain` line `needed by OBJECT: prog 'NAME' relo #N ...`.
+fn explained_relocation(line: &str) -> Option<(&str, &str, u32)> {
+    let rest = line.trim_start().strip_prefix("needed by ")?;
+    let (object, rest) = rest.rsplit_once(": prog '")?;
+    let (program, rest) = rest.split_once("' relo #")?;
+    let relo = rest.split(' ').next()?.parse().ok()?;
+    Some((object, program, relo))
 }

@@ -1,11 +1,14 @@
 //! `btfgen relocate`: resolve every CO-RE relocation of the given objects against a target BTF
-//! and print the results, as a table or as JSON lines.
+//! and print the results, as a table or as JSON lines: one record per relocation, named by the
+//! program libbpf logs it under, with `callers`, the entry programs libbpf loads it in (a
+//! `.text` sub-program's relocation is in every entry program that calls it).
 
 use super::{CliError, CliResult, TargetFiles, context, read_file};
 use btfgen::btf::Btf;
 use btfgen::core::kernel::kernel_core;
 use btfgen::core::patch::Patched;
 use btfgen::core::relocate::{ObjectRelocation, relocate_object};
+use btfgen::core::verdict::{self, entry_programs};
 use btfgen::core::{CandidateIndex, RelocKind, Targets};
 use btfgen::log::LibbpfLog;
 use btfgen::object::BpfObject;
@@ -52,18 +55,20 @@ pub fn describe(btf: &Btf<'_>, id: u32) -> String {
 }
 
 /// `kind name` of a local type (`struct task_struct`).
-fn local_type_name(btf: &Btf<'_>, id: u32) -> String {
+pub fn local_type_name(btf: &Btf<'_>, id: u32) -> String {
     let full = describe(btf, id);
     full.split_once("] ")
         .map_or(full.clone(), |(_, rest)| rest.to_string())
 }
 
-/// One relocation as `--json` prints it (also the relocations of `--report`, [`super::report`]).
+/// One relocation as `--json` prints it (also the relocations of `--report`, [`super::report`]),
+/// with `callers`, the entry programs libbpf appends its program to (or that it is in).
 pub fn to_json(
     path: &str,
     local: &Btf<'_>,
     targets: &Targets<'_>,
     r: &ObjectRelocation<'_, '_>,
+    callers: &[&str],
 ) -> Value {
     let mut obj = json!({
         "object": path,
@@ -99,10 +104,16 @@ pub fn to_json(
             obj["error"] = json!(e.to_string());
         }
     }
+    obj["callers"] = json!(callers);
     obj
 }
 
-fn table_row(local: &Btf<'_>, targets: &Targets<'_>, r: &ObjectRelocation<'_, '_>) -> String {
+fn table_row(
+    local: &Btf<'_>,
+    targets: &Targets<'_>,
+    r: &ObjectRelocation<'_, '_>,
+    callers: &[&str],
+) -> String {
     let kind = r.kind.map_or("unknown", |k| k.name());
     let what = format!("{} {}", local_type_name(local, r.local_type_id), r.access);
     let result = match &r.outcome {
@@ -116,9 +127,25 @@ fn table_row(local: &Btf<'_>, targets: &Targets<'_>, r: &ObjectRelocation<'_, '_
         Err(e) => format!("ERROR: {e}"),
     };
     format!(
-        "{:<20} {:<24} {:>4} {:>5} {:<15} {:<40} {}",
-        r.section, r.program, r.relo, r.insn, kind, what, result
+        "{:<20} {:<24} {:>4} {:>5} {:<15} {:<40} {}  [callers: {}]",
+        r.section,
+        r.program,
+        r.relo,
+        r.insn,
+        kind,
+        what,
+        result,
+        callers_text(callers)
     )
+}
+
+/// `a, b`, or `none` when no entry program is given the relocation.
+pub fn callers_text(callers: &[&str]) -> String {
+    if callers.is_empty() {
+        "none".to_string()
+    } else {
+        callers.join(", ")
+    }
 }
 
 /// `--records`: every entry-point program of `obj` as assembled for kernel-side CO-RE, with its
@@ -229,12 +256,14 @@ fn relocate_all(args: &RelocateArgs, targets: &Targets<'_>) -> CliResult<ExitCod
             )
             .map_err(context("stdout"))?;
         }
-        for r in &relocated.relocations {
+        let programs = entry_programs(&obj, &local, &relocated).map_err(context(&name))?;
+        for (at, r) in relocated.relocations.iter().enumerate() {
             failed |= r.outcome.is_err();
+            let callers: Vec<&str> = verdict::callers(&programs, at).collect();
             let line = if args.json {
-                to_json(&name, &local, targets, r).to_string()
+                to_json(&name, &local, targets, r, &callers).to_string()
             } else {
-                table_row(&local, targets, r)
+                table_row(&local, targets, r, &callers)
             };
             writeln!(out, "{line}").map_err(context("stdout"))?;
         }

@@ -209,3 +209,24 @@ pub fn sha256sum(paths: &[PathBuf]) -> Vec<String> {
         .map(|l| l.split_whitespace().next().unwrap().to_string())
         .collect()
 }
+
+/// A copy of `src` written by `BtfWriter` without member `member` of struct `of`: a kernel whose
+/// `struct of` has no such field (as `struct pt_regs` has no `di` on arm64).
+pub fn without_member(src: &[u8], of: &str, member: &str) -> Vec<u8> {
+    let btf = Btf::parse(src).unwrap();
+    let mut w = BtfWriter::new(btf.endian()).unwrap();
+    let mut removed = 0;
+    for ty in btf.types() {
+        let ty = ty.unwrap();
+        let drop = match &ty.kind {
+            TypeKind::Struct(c) if btf.name(ty.name_off).unwrap() == of => {
+                (0..c.len()).find(|&i| btf.name(c.member(i).unwrap().name_off).unwrap() == member)
+            }
+            _ => None,
+        };
+        removed += usize::from(drop.is_some());
+        w.copy_type(&btf, &ty, Ok, |i| Some(i) != drop).unwrap();
+    }
+    assert_eq!(removed, 1, "struct {of} with member {member}");
+    w.finish().unwrap()
+}
