@@ -34,9 +34,14 @@ has_arm64() {
     [[ $(dpkg --print-architecture) == arm64 ]] || dpkg --print-foreign-architectures | grep -qx arm64
 }
 
-# The newest (tail) or oldest (head) package matching an extended regex.
+# Every linux-image-6.* package name (one apt-cache run: each takes seconds).
+list_images() {
+    names=$(apt-cache pkgnames linux-image-6. | sort -V)
+}
+
+# The newest (tail) or oldest (head) package of `names` matching an extended regex.
 pick() {
-    apt-cache search --names-only "$1" | awk '{print $1}' | grep -E -- "$1" | sort -V | "$2" -n1
+    grep -E -- "$1" <<<"$names" | "$2" -n1 || true
 }
 
 if [[ -z ${VERDICT_KERNELS:-} ]]; then
@@ -44,8 +49,10 @@ if [[ -z ${VERDICT_KERNELS:-} ]]; then
         dpkg --add-architecture arm64 && apt-get update -qq >/dev/null 2>&1 ||
             echo "SKIP: could not add arm64 to dpkg's architectures: amd64 kernels only" >&2
     fi
+    list_images
     if [[ -z $(pick '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' tail) ]] && ((EUID == 0)); then
         apt-get update -qq >/dev/null 2>&1
+        list_images
     fi
     VERDICT_KERNELS="$(pick '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' head)
         $(pick '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' tail)
