@@ -230,6 +230,10 @@ def check_cell(kernel, obj, program, row, outcome, counts, unknown, others):
                        + "; ".join(e.get("text", "") for e in row.get("evidence", [])))
     if kind == "poison":
         check(verdict != "loads", f"{where}: verdict loads, but the verifier rejects at the poison: {detail}")
+        named = sorted({e.get("insn") for e in row.get("evidence", []) if e.get("insn") is not None})
+        if verdict in ("rejected", "arch-mismatch") and outcome.get("insn") not in named:
+            # the verifier stops at the first poison it reaches; the evidence may name another
+            print(f"note: {where}: the verifier stopped at insn {outcome.get('insn')}, the evidence names {named}")
     if kind == "loaded":
         check(verdict not in ("rejected", "arch-mismatch"), f"{where}: verdict {verdict}, but the program loads; "
               "evidence: " + "; ".join(e.get("text", "") for e in row.get("evidence", [])))

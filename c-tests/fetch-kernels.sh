@@ -46,12 +46,12 @@ pick() {
 
 if [[ -z ${VERDICT_KERNELS:-} ]]; then
     if [[ ${FETCH_ARM64:-1} != 0 ]] && ! has_arm64 && ((EUID == 0)); then
-        dpkg --add-architecture arm64 && apt-get update -qq >/dev/null 2>&1 ||
-            echo "SKIP: could not add arm64 to dpkg's architectures: amd64 kernels only" >&2
+        dpkg --add-architecture arm64 && apt-get update -qq -o DPkg::Lock::Timeout=60 >/dev/null 2>&1 ||
+            echo "SKIP: adding arm64 to dpkg's architectures or apt-get update failed: amd64 kernels only" >&2
     fi
     list_images
     if [[ -z $(pick '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' tail) ]] && ((EUID == 0)); then
-        apt-get update -qq >/dev/null 2>&1
+        apt-get update -qq -o DPkg::Lock::Timeout=60 >/dev/null 2>&1
         list_images
     fi
     VERDICT_KERNELS="$(pick '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' head)
