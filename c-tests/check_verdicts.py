@@ -111,7 +111,12 @@ def real_kernels(tmp):
     host_arch = ARCH_DIRS.get(platform.machine(), platform.machine())
     kernels = []
     if os.path.exists(VMLINUX):
-        kernels.append(Kernel(f"running {platform.release()}", VMLINUX, None, arch=host_arch))
+        # a copy: btfgen reads the module BTFs beside /sys/kernel/btf/vmlinux, libbpf with
+        # btf_custom_path none
+        running = os.path.join(tmp, "running-vmlinux.btf")
+        with open(VMLINUX, "rb") as src, open(running, "wb") as dst:
+            dst.write(src.read())
+        kernels.append(Kernel(f"running {platform.release()}", running, None, arch=host_arch))
     with tarfile.open(LINUX_7_1, "r:xz") as tar:
         member = next(m for m in tar.getmembers() if m.isfile())
         btf = os.path.join(tmp, os.path.basename(member.name))
