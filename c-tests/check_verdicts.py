@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -57,18 +58,23 @@ ARCH_DIRS = {"x86_64": "x86_64", "aarch64": "arm64"}
 SKIP = 77
 # Two cores, shared: two loads (or btfgen runs) at a time.
 JOBS = 2
+# The table's counts per kernel × object.
+COLUMNS = ["cells", "agreed", "loaded", "poison", "other", "relo_failed", "unknown"]
 
 failures = []
 passes = 0
+# check() runs on JOBS threads
+tally = threading.Lock()
 
 
 def check(ok, what):
     global passes
-    if ok:
-        passes += 1
-    else:
-        failures.append(what)
-        print("FAIL:", what)
+    with tally:
+        if ok:
+            passes += 1
+        else:
+            failures.append(what)
+            print("FAIL:", what)
 
 
 class Kernel:
@@ -257,7 +263,7 @@ def check_pair(kernel, obj, entry, can_load):
             check(row.get("program") not in rows, f"{kernel.name} {obj} {row.get('program')}: two rows")
             rows[row.get("program")] = row
             check_static(kernel, obj, row)
-    counts = dict.fromkeys(["cells", "agreed", "loaded", "poison", "other", "relo_failed", "unknown"], 0)
+    counts = dict.fromkeys(COLUMNS, 0)
     unknown, others = [], []
     if not can_load:
         counts["cells"] = len(rows)
@@ -272,6 +278,11 @@ def check_pair(kernel, obj, entry, can_load):
     for program in rows:
         check(program in outcomes, f"{kernel.name} {obj} {program}: a row for what libbpf lists as no entry program")
     return counts, unknown, others
+
+
+def row(counts):
+    """The counts under their column names."""
+    return " ".join(f"{counts[c]:>{len(c)}}" for c in COLUMNS)
 
 
 def main():
@@ -310,8 +321,8 @@ def main():
         with ThreadPoolExecutor(JOBS) as pool:
             results = list(pool.map(run, jobs))
 
-    print(f"{'kernel':<30} {'object':<34} cells agreed loaded poison other relo_failed unknown")
-    totals = dict.fromkeys(["cells", "agreed", "loaded", "poison", "other", "relo_failed", "unknown"], 0)
+    print(f"{'kernel':<30} {'object':<34} {' '.join(COLUMNS)}")
+    totals = dict.fromkeys(COLUMNS, 0)
     unknown, others = [], {}
     for (kernel, obj, _), result in zip(jobs, results):
         if result is None:
@@ -322,12 +333,8 @@ def main():
             others[reason] = others.get(reason, 0) + 1
         for key in totals:
             totals[key] += counts[key]
-        print(f"{kernel.name:<30} {os.path.basename(obj):<34} {counts['cells']:>5} {counts['agreed']:>6} "
-              f"{counts['loaded']:>6} {counts['poison']:>6} {counts['other']:>5} {counts['relo_failed']:>11} "
-              f"{counts['unknown']:>7}")
-    print(f"{'total':<30} {len(jobs):>3} pairs{'':<25} {totals['cells']:>5} {totals['agreed']:>6} "
-          f"{totals['loaded']:>6} {totals['poison']:>6} {totals['other']:>5} {totals['relo_failed']:>11} "
-          f"{totals['unknown']:>7}")
+        print(f"{kernel.name:<30} {os.path.basename(obj):<34} {row(counts)}")
+    print(f"{'total':<30} {str(len(jobs)) + ' pairs':<34} {row(totals)}")
     for reason, count in sorted(others.items(), key=lambda item: -item[1]):
         print(f"other ({count}×): {reason}")
     for line in unknown:
