@@ -26,8 +26,9 @@ tests/data/progs and benches/objs; and each small fixture target that tests/data
 pairs with an object, reported by `btfgen min-core-btf --report` for that pair.
 
 Prints a table (kernel × object: cells, agreed, loaded, poison, other, relo_failed, unknown;
-`agreed` = loads/loaded, rejected or arch-mismatch/poison, failed/relo_failed), the unknown
-cells, every failure, and last `verdicts: N passed, M failed`. Where bpf() is refused (not
+`agreed` = loads/loaded, rejected or arch-mismatch/poison, failed/relo_failed), how many rows
+have each verdict, the verifier's reasons for `other`, the unknown cells, every failure, and
+last `verdicts: N passed, M failed` (checks). Where bpf() is refused (not
 root, EPERM) the verifier side prints `SKIP: ...` and only the static checks count. Exit
 status 1 if a check failed.
 """
@@ -264,6 +265,7 @@ def check_pair(kernel, obj, entry, can_load):
             rows[row.get("program")] = row
             check_static(kernel, obj, row)
     counts = dict.fromkeys(COLUMNS, 0)
+    counts["verdicts"] = [row.get("verdict") for row in rows.values()]
     unknown, others = [], []
     if not can_load:
         counts["cells"] = len(rows)
@@ -323,7 +325,7 @@ def main():
 
     print(f"{'kernel':<30} {'object':<34} {' '.join(COLUMNS)}")
     totals = dict.fromkeys(COLUMNS, 0)
-    unknown, others = [], {}
+    unknown, others, verdicts = [], {}, {}
     for (kernel, obj, _), result in zip(jobs, results):
         if result is None:
             continue
@@ -333,8 +335,11 @@ def main():
             others[reason] = others.get(reason, 0) + 1
         for key in totals:
             totals[key] += counts[key]
+        for verdict in counts["verdicts"]:
+            verdicts[verdict] = verdicts.get(verdict, 0) + 1
         print(f"{kernel.name:<30} {os.path.basename(obj):<34} {row(counts)}")
     print(f"{'total':<30} {str(len(jobs)) + ' pairs':<34} {row(totals)}")
+    print("the reports' verdicts:", ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items(), key=str)))
     for reason, count in sorted(others.items(), key=lambda item: -item[1]):
         print(f"other ({count}×): {reason}")
     for line in unknown:
