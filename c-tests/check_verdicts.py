@@ -44,6 +44,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from check_relocs import pairs as manifest_pairs
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DATA = os.path.join(ROOT, "tests", "data")
@@ -98,18 +100,13 @@ def objects():
 def fixture_kernels():
     """The small target BTFs of tests/data/manifest.txt, each with the objects paired with it."""
     kernels = {}
-    with open(os.path.join(DATA, "manifest.txt")) as f:
-        for line in f:
-            words = line.split("#", 1)[0].split()
-            if len(words) < 2 or words[1] == "vmlinux" or words[0].endswith(".bpfeb.o"):
-                continue
-            target = os.path.join(DATA, words[1])
-            base = os.path.join(DATA, words[2]) if len(words) > 2 else None
-            key = (target, base)
-            if key not in kernels:
-                name = os.path.basename(words[1]) + (f" on {os.path.basename(words[2])}" if base else "")
-                kernels[key] = Kernel(name, target, [], base)
-            kernels[key].objects.append(os.path.relpath(os.path.join(DATA, words[0]), ROOT))
+    for obj, target, base in manifest_pairs():
+        if target == VMLINUX or obj.endswith(".bpfeb.o"):
+            continue
+        if (target, base) not in kernels:
+            name = os.path.basename(target) + (f" on {os.path.basename(base)}" if base else "")
+            kernels[(target, base)] = Kernel(name, target, [], base)
+        kernels[(target, base)].objects.append(os.path.relpath(obj, ROOT))
     return list(kernels.values())
 
 
