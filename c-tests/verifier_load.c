@@ -161,33 +161,39 @@ static void verifier_reason(const char *log, char *out, size_t out_sz)
 
 /*
  * libbpf's CO-RE failure ("prog 'NAME': relo #N: failed to relocate: ...",
- * or "failed to patch insn", "failed to record relocation"): fills the
- * outcome and returns true, or returns false if libbpf did not fail there.
+ * or "failed to patch insn", "failed to record relocation"; not "failed to
+ * relocate calls"): fills the outcome and returns true, or returns false if
+ * libbpf did not fail there.
  */
 static bool relo_failure(struct outcome *out)
 {
-	static const char *const marks[] = { "failed to relocate", "failed to patch insn",
-					     "failed to record relocation" };
-	const char *hit = NULL, *prog;
-	size_t i;
+	static const char *const failures[] = { ": failed to relocate: ", ": failed to patch insn #",
+						": failed to record relocation: " };
+	const char *line, *next, *name, *quote;
+	size_t i, n;
 
-	for (i = 0; i < sizeof(marks) / sizeof(marks[0]) && !hit; i++)
-		hit = messages ? strstr(messages, marks[i]) : NULL;
-	if (!hit)
-		return false;
-	out->kind = "relo_failed";
-	copy_line(messages, hit, out->detail, sizeof(out->detail));
-	prog = strstr(out->detail, "prog '");
-	if (prog) {
-		const char *name = prog + strlen("prog '"), *quote = strchr(name, '\'');
-		size_t n = quote ? (size_t)(quote - name) : 0;
-
-		if (n >= sizeof(out->relo_program))
-			n = sizeof(out->relo_program) - 1;
-		memcpy(out->relo_program, name, n);
-		out->relo_program[n] = '\0';
+	for (line = messages; line && *line; line = next ? next + 1 : NULL) {
+		next = strchr(line, '\n');
+		copy_line(messages, line, out->detail, sizeof(out->detail));
+		name = strstr(out->detail, "prog '");
+		if (!name || !strstr(out->detail, "': relo #"))
+			continue;
+		for (i = 0; i < sizeof(failures) / sizeof(failures[0]); i++) {
+			if (!strstr(out->detail, failures[i]))
+				continue;
+			out->kind = "relo_failed";
+			name += strlen("prog '");
+			quote = strchr(name, '\'');
+			n = quote ? (size_t)(quote - name) : 0;
+			if (n >= sizeof(out->relo_program))
+				n = sizeof(out->relo_program) - 1;
+			memcpy(out->relo_program, name, n);
+			out->relo_program[n] = '\0';
+			return true;
+		}
 	}
-	return true;
+	out->detail[0] = '\0';
+	return false;
 }
 
 /*
