@@ -11,10 +11,8 @@
 # The distinct BTFs come from
 #   - the running kernel's /sys/kernel/btf/vmlinux (if present), and
 #   - Debian's linux-image packages (`apt-get download`; no root needed for that, but the
-#     package lists must be current: `apt-get update`). Their vmlinuz is a bzImage: the
-#     compressed vmlinux inside it is found by its magic bytes (xz or zstd), decompressed, and
-#     the raw bytes of its `.BTF` section are what BTFHub ships. Debian's 6.1 and 6.12 kernels
-#     are built with CONFIG_DEBUG_INFO_BTF, so no pahole run is needed.
+#     package lists must be current: `apt-get update`), their BTF cut out of the vmlinuz by
+#     scripts/debian-kernel-btf.sh (which says how).
 # The remaining kernels are copies of those under other distro/version names (same bytes, so
 # every kernel still costs a full minimization: btfgen does not deduplicate inputs).
 #
@@ -37,73 +35,8 @@ dir=$1
 count=${2:-60}
 pack_every=${PACK_EVERY:-3}
 cache=${BTF_CACHE:-/var/tmp/btfgen-bench-cache}
-mkdir -p "$cache/debs" "$cache/btf" "$dir"
+mkdir -p "$cache/btf" "$dir"
 cache=$(cd "$cache" && pwd)
-
-# Print the raw .BTF section of the vmlinux inside a bzImage (argument 1) to file (argument 2).
-extract_btf() {
-    python3 - "$1" "$2" <<'PY'
-import lzma, struct, subprocess, sys, zlib
-
-def elf_btf(elf):
-    """Raw bytes of the .BTF section of a 64-bit little-endian ELF, or None."""
-    if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
-        return None
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
-    def sh(i):
-        # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size
-        return struct.unpack_from("<IIQQQQ", elf, shoff + i * shentsize)
-    stroff = sh(shstrndx)[4]
-    for i in range(shnum):
-        name_off, _, _, _, off, size = sh(i)
-        end = elf.index(b"\0", stroff + name_off)
-        if elf[stroff + name_off:end] == b".BTF":
-            return elf[off:off + size]
-    return None
-
-def candidates(image):
-    """(offset, format) of the compressed vmlinux: first where the bzImage setup header says
-    it is (payload_offset, relative to the protected-mode code after the setup sectors),
-    then at every magic of a format the kernel supports, as scripts/extract-vmlinux does."""
-    magics = [(b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\x02\x21\x4c\x18", "lz4"),
-              (b"\x1f\x8b\x08", "gzip")]
-    if image[0x202:0x206] == b"HdrS":
-        start = (image[0x1F1] or 4) * 512 + 512 + struct.unpack_from("<I", image, 0x248)[0]
-        for magic, kind in magics:
-            if image.startswith(magic, start):
-                yield start, kind
-    for magic, kind in magics:
-        pos = image.find(magic)
-        while pos != -1:
-            yield pos, kind
-            pos = image.find(magic, pos + 1)
-
-def decompress(data, kind):
-    if kind == "xz":
-        d = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
-        return d.decompress(data)  # stops at the end of the stream; trailing bytes ignored
-    if kind == "gzip":
-        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data)
-    # zstd and lz4 (the kernel's legacy lz4 format): the stream is followed by other data, so
-    # the tool reports an error after it, but what it wrote before that is the whole vmlinux.
-    tool = {"zstd": ["zstd", "-dc", "-q"], "lz4": ["lz4", "-dc", "-q"]}[kind]
-    out = subprocess.run(tool, input=data, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    return out.stdout
-
-image = open(sys.argv[1], "rb").read()
-for pos, kind in candidates(image):
-    try:
-        vmlinux = decompress(image[pos:], kind)
-    except Exception:
-        continue
-    btf = elf_btf(vmlinux)
-    if btf:
-        open(sys.argv[2], "wb").write(btf)
-        sys.exit(0)
-sys.exit("no vmlinux with a .BTF section found in " + sys.argv[1])
-PY
-}
 
 # The default package pick: a spread of versions and flavours that are in the archive today.
 if [[ -z ${KERNEL_PACKAGES:-} ]]; then
@@ -121,23 +54,10 @@ if [[ -r /sys/kernel/btf/vmlinux ]]; then
     cp /sys/kernel/btf/vmlinux "$cache/btf/host-$(uname -r).btf"
     sources+=("$cache/btf/host-$(uname -r).btf")
 fi
-for pkg in $KERNEL_PACKAGES; do
-    kernel=${pkg#linux-image-}
-    btf=$cache/btf/$kernel.btf
-    if [[ ! -s $btf ]]; then
-        echo "make-btf-tree: $pkg: downloading and extracting" >&2
-        if ! deb=$(ls "$cache"/debs/"${pkg}"_*.deb 2>/dev/null | head -n1) || [[ -z $deb ]]; then
-            (cd "$cache/debs" && apt-get download "$pkg" >/dev/null)
-            deb=$(ls "$cache"/debs/"${pkg}"_*.deb | head -n1)
-        fi
-        tmp=$(mktemp -d)
-        dpkg-deb -x "$deb" "$tmp"
-        extract_btf "$tmp/boot/vmlinuz-$kernel" "$btf.part"
-        mv "$btf.part" "$btf"
-        rm -rf "$tmp"
-    fi
+# shellcheck disable=SC2086 # one word per package
+while read -r btf; do
     sources+=("$btf")
-done
+done < <(bash "$(dirname "$0")/../scripts/debian-kernel-btf.sh" "$cache" $KERNEL_PACKAGES || true)
 if ((${#sources[@]} == 0)); then
     echo "make-btf-tree: no kernel BTF available" >&2
     exit 1
