@@ -646,18 +646,18 @@ fn edges_the_real_tree_must_have() {
     assert!(!edge("src/btf/parse.rs", "src/btf/mod.rs"));
 }
 
-/// A made-up tree of `(file, text)` under a fresh directory.
+/// A made-up tree of `(file, text)`, read from a fresh directory (removed again: the tree
+/// keeps what it read).
 fn made_up(name: &str, files: &[(&str, &str)]) -> Tree {
-    let root = std::env::temp_dir()
-        .join(format!("module-layers-{}-{name}", std::process::id()))
-        .join("src");
-    let _ = fs::remove_dir_all(&root);
+    let dir = std::env::temp_dir().join(format!("module-layers-{}-{name}", std::process::id()));
+    let root = dir.join("src");
     for (file, text) in files {
         let path = root.join(file);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, text).unwrap();
     }
     let tree = Tree::read(&root);
+    fs::remove_dir_all(&dir).unwrap();
     assert_eq!(tree.modules.len(), files.len());
     tree
 }
