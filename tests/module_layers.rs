@@ -158,6 +158,8 @@ struct Binding {
 struct FileScan {
     /// `mod NAME;` declarations (module files).
     children: Vec<String>,
+    /// `#[cfg(test)] mod NAME;` declarations: test-only module files, not scanned.
+    test_children: Vec<String>,
     /// Names bound by `use`, at the file's own level or in its inline modules.
     bindings: Vec<Binding>,
     /// Paths of two segments or more written outside `use` (`crate::x::f`, `child::T`,
@@ -267,7 +269,15 @@ fn scan(text: &str) -> FileScan {
                     Token::Punct(']'),
                 ])
         {
-            i = skip_item(&tokens, i + 7);
+            let end = skip_item(&tokens, i + 7);
+            if let [Token::Ident(word), Token::Ident(name), Token::Punct(';')] =
+                tokens.get(i + 7..end).unwrap_or_default()
+                && word == "mod"
+                && inline.is_empty()
+            {
+                scan.test_children.push(name.clone());
+            }
+            i = end;
             continue;
         }
         match token {
@@ -343,6 +353,8 @@ enum Crate {
 struct Tree {
     src: PathBuf,
     modules: BTreeMap<ModuleId, (PathBuf, FileScan)>,
+    /// Files of `#[cfg(test)] mod NAME;` modules: declared, but test code (not scanned).
+    test_files: BTreeSet<PathBuf>,
 }
 
 impl Tree {
@@ -351,6 +363,7 @@ impl Tree {
         let mut tree = Tree {
             src: src.to_path_buf(),
             modules: BTreeMap::new(),
+            test_files: BTreeSet::new(),
         };
         let mut todo = vec![
             ((Crate::Library, Vec::new()), src.join("lib.rs")),
@@ -371,14 +384,21 @@ impl Tree {
             } else {
                 file.with_extension("")
             };
+            let child_file = |child: &str| {
+                let flat = dir.join(format!("{child}.rs"));
+                if flat.exists() {
+                    flat
+                } else {
+                    dir.join(child).join("mod.rs")
+                }
+            };
             for child in &scan.children {
                 let mut path = id.1.clone();
                 path.push(child.clone());
-                let flat = dir.join(format!("{child}.rs"));
-                let nested = dir.join(child).join("mod.rs");
-                let child_file = if flat.exists() { flat } else { nested };
-                todo.push(((id.0, path), child_file));
+                todo.push(((id.0, path), child_file(child)));
             }
+            tree.test_files
+                .extend(scan.test_children.iter().map(|c| child_file(c)));
             tree.modules.insert(id, (file, scan));
         }
         tree
@@ -619,7 +639,11 @@ fn every_source_file_is_scanned() {
             if path.is_dir() {
                 dirs.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
-                assert!(scanned.contains(&path), "{} is no module", path.display());
+                assert!(
+                    scanned.contains(&path) || tree.test_files.contains(&path),
+                    "{} is no module",
+                    path.display()
+                );
             }
         }
     }
