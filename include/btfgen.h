@@ -282,8 +282,9 @@ extern "C" {
  * targets: its layout and records now, each type when a relocation reads it (a bad type then
  * fails that `bpf_object__reloc_info_gen()` with `-EINVAL`).
  *
- * A regular file is mapped read-only until `bpf_reloc_info__free()`, not copied to the heap;
- * anything else (`/sys/kernel/btf/vmlinux`, a pipe) is read into memory. A mapped file may be
+ * A regular file is mapped read-only until `bpf_reloc_info__free()`, not copied to the heap
+ * (`/sys/kernel/btf/vmlinux` too since Linux 6.16); anything the kernel refuses to map (older
+ * sysfs, a pipe) is read into memory. A mapped file may be
  * replaced (renamed over) or deleted meanwhile; one truncated or written in place makes
  * `bpf_reloc_info__get_btf()` fail with `EIO`. To survive a truncation, the first mapping
  * installs a `SIGBUS` handler (`SA_SIGINFO | SA_ONSTACK`) that turns a fault in a mapped
@@ -535,8 +536,8 @@ int btfgen_set_allocator(const struct btfgen_allocator *a);
  * and frees what it allocated: the info stays usable (a call that needs less can still
  * succeed) and freeable. So does this call: NULL with `errno` = `ENOMEM` when the target BTF
  * does not fit. The memory counted is the heap only, everything the library allocates for the
- * info: the target and module BTFs read into memory (non-regular files such as
- * `/sys/kernel/btf/vmlinux`), their indexes, relocation records, and the bytes of BTFs
+ * info: the target and module BTFs read into memory (files the kernel does not map: pipes,
+ * module BTFs in sysfs), their indexes, relocation records, and the bytes of BTFs
  * `bpf_reloc_info__get_btf()` returns (until their `btf__free()`); not mapped regular files
  * (page cache, shared with every reader), the info's own handle and those of returned BTFs
  * (a few words each).

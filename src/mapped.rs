@@ -42,8 +42,8 @@
 //! mapped file, so such a host should install its handler first, or not truncate inputs.
 //!
 //! Not mapped but read: pipes and other non-regular files, empty files, files the kernel
-//! refuses to map (most of sysfs, `/sys/kernel/btf/*` included), and inputs past the
-//! [`GUARD_SLOTS`] mapped at once.
+//! refuses to map (most of sysfs: `/sys/kernel/btf/vmlinux` maps since Linux 6.16, module BTFs
+//! do not), and inputs past the [`GUARD_SLOTS`] mapped at once.
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 

@@ -271,8 +271,8 @@ pub unsafe extern "C" fn btfgen_set_allocator(a: *const btfgen_allocator) -> c_i
 /// and frees what it allocated: the info stays usable (a call that needs less can still
 /// succeed) and freeable. So does this call: NULL with `errno` = `ENOMEM` when the target BTF
 /// does not fit. The memory counted is the heap only, everything the library allocates for the
-/// info: the target and module BTFs read into memory (non-regular files such as
-/// `/sys/kernel/btf/vmlinux`), their indexes, relocation records, and the bytes of BTFs
+/// info: the target and module BTFs read into memory (files the kernel does not map: pipes,
+/// module BTFs in sysfs), their indexes, relocation records, and the bytes of BTFs
 /// `bpf_reloc_info__get_btf()` returns (until their `btf__free()`); not mapped regular files
 /// (page cache, shared with every reader), the info's own handle and those of returned BTFs
 /// (a few words each).

@@ -312,8 +312,9 @@ fn raw_btf(data: Vec<u8>) -> Result<Vec<u8>, Errno> {
 /// targets: its layout and records now, each type when a relocation reads it (a bad type then
 /// fails that `bpf_object__reloc_info_gen()` with `-EINVAL`).
 ///
-/// A regular file is mapped read-only until `bpf_reloc_info__free()`, not copied to the heap;
-/// anything else (`/sys/kernel/btf/vmlinux`, a pipe) is read into memory. A mapped file may be
+/// A regular file is mapped read-only until `bpf_reloc_info__free()`, not copied to the heap
+/// (`/sys/kernel/btf/vmlinux` too since Linux 6.16); anything the kernel refuses to map (older
+/// sysfs, a pipe) is read into memory. A mapped file may be
 /// replaced (renamed over) or deleted meanwhile; one truncated or written in place makes
 /// `bpf_reloc_info__get_btf()` fail with `EIO`. To survive a truncation, the first mapping
 /// installs a `SIGBUS` handler (`SA_SIGINFO | SA_ONSTACK`) that turns a fault in a mapped
