@@ -16,6 +16,7 @@
 #       (tests/data/progs/*.bpf.o, benches/objs/*.bpf.o; bpftool refuses the big-endian
 #       ones), against the same file; with OBJECTS=N, copied under numbered names up to N;
 #   (c) (a) with /sys/kernel/btf/vmlinux itself as the input; floor: `cat` of it;
+#   (c2) (b) with /sys/kernel/btf/vmlinux as the input; floor: `cat` of it;
 #   (d) (a) with the file packed as BTFHub packs it, KERNEL.btf.tar.xz: `btfgen batch` over a
 #       directory holding that one archive vs `tar -xJf` then bpftool (as BTFHub's scripts
 #       do), in a small sh script; floor: `xz -dc` of the archive;
@@ -29,9 +30,12 @@
 #   (g) the same on a tree of plain .btf files only (no xz decoding on either side).
 # Every output goes to disk (the work directory), unsynced by both tools: btfgen writes a
 # temporary file and renames it over the output, bpftool writes the output in place.
-# Then the library's peak heap for (a) and (b) (benches/heap.rs, a counting allocator), and a
-# summary of the targets: (a) >= 8x bpftool's wall, (b) >= 15x, peak RSS <= 0.5x bpftool's in
-# (a) and (b), (a) within 1.5x of its floor, (c) >= 8x.
+# Each case prints btfgen, bpftool and its floor side by side, with the ratios. Then the
+# library's peak heap for (a) and (b): the Rust API with the input borrowed (benches/heap.rs, a
+# counting allocator) and the C ABI with the input given by path, file and sysfs
+# (benches/capi_heap.c on `make lib`'s libbtfgen.so: bpf_reloc_info__mem_peak); and a summary
+# of the targets: (a) >= 8x bpftool's wall, (b) >= 15x, peak RSS <= 0.5x bpftool's in (a) and
+# (b), (a) within 1.5x of its floor, (c) >= 8x, the C ABI's heap <= 5% of the file.
 #
 # Measured by benches/measure.py (details there): each run is a process, forked beforehand,
 # that execs the command when told to and is reaped with wait4(); no shell or /usr/bin/time in
@@ -42,11 +46,12 @@
 # /dev/null; cleanup between runs is not timed.
 #
 # Environment: BTFGEN (binary; default: `make cli`, the statically linked release build,
-# target/static/release/btfgen), BPFTOOL (default bpftool), ROUNDS (15), BATCH_ROUNDS (5),
+# target/static/release/btfgen), BPFTOOL (default bpftool), ROUNDS (15; the figures quoted
+# need >= 11, fewer only to try the script), BATCH_ROUNDS (5),
 # ONE_OBJECT, OBJECTS (default: the distinct objects, no copies), COUNT (kernels per tree, 60),
 # TREE_DIR (where the trees are kept between runs, default /var/tmp/btfgen-bench-trees),
 # BTF_CACHE (see make-btf-tree.sh).
-# Needs: bpftool, python3, tar, xz; for (f)/(g) what make-btf-tree.sh needs.
+# Needs: bpftool, python3, tar, xz, cc; for (f)/(g) what make-btf-tree.sh needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,7 +71,7 @@ trees=${TREE_DIR:-/var/tmp/btfgen-bench-trees}
 vmlinux=/sys/kernel/btf/vmlinux
 bpftool=${BPFTOOL:-bpftool}
 
-for tool in "$bpftool" python3 tar xz; do
+for tool in "$bpftool" python3 tar xz cc; do
     command -v "$tool" >/dev/null || { echo "compare: $tool not found" >&2; exit 1; }
 done
 if [[ ! -r $vmlinux ]]; then
@@ -117,18 +122,27 @@ field() { awk -F'\t' -v label="$1" -v n="$2" '$1 == label { print $n }' "$result
 # calc EXPR: floating-point arithmetic.
 calc() { awk "BEGIN { print $1 }"; }
 
-# report TITLE LABEL_A LABEL_B: medians of A (btfgen) and B (bpftool, or the baseline), ratios.
+# row LABEL: LABEL's medians as one line of a report.
+row() {
+    printf '    %-30s %7.1f ms  %7.1f ms  %6.1f MiB\n' "$1" "$(field "$1" 2)" "$(field "$1" 3)" \
+        "$(field "$1" 4)"
+}
+
+# report TITLE LABEL_A LABEL_B [FLOOR]: medians of A (btfgen), B (bpftool, or the baseline) and
+# FLOOR side by side; B over A, and A over FLOOR.
 report() {
-    local title=$1 a=$2 b=$3
+    local title=$1 a=$2 b=$3 floor=${4:-}
     local wa wb ra rb ca cb
     wa=$(field "$a" 2) wb=$(field "$b" 2) ca=$(field "$a" 3) cb=$(field "$b" 3)
     ra=$(field "$a" 4) rb=$(field "$b" 4)
     printf '%s (%s rounds)\n' "$title" "$(field "$a" 5)"
     printf '    %-30s %10s  %10s  %10s\n' "" "wall" "CPU" "peak RSS"
-    printf '    %-30s %7.1f ms  %7.1f ms  %6.1f MiB\n' "$a" "$wa" "$ca" "$ra"
-    printf '    %-30s %7.1f ms  %7.1f ms  %6.1f MiB\n' "$b" "$wb" "$cb" "$rb"
+    row "$a"
+    row "$b"
+    [[ -z $floor ]] || row "$floor"
     printf '    %-30s %9.2fx  %9.2fx  %9.2fx\n' "ratio ($b / $a)" "$(calc "$wb / $wa")" \
         "$(calc "$cb / ($ca > 0 ? $ca : 1)")" "$(calc "$rb / $ra")"
+    [[ -z $floor ]] || vs_floor "$a" "$floor"
 }
 
 # vs_floor LABEL FLOOR: LABEL's median wall time over FLOOR's.
@@ -178,6 +192,8 @@ job "b:btfgen" "$BTFGEN" min-core-btf "$file" "$work/out/b-btfgen.btf" "${object
 job "b:bpftool" "$bpftool" gen min_core_btf "$file" "$work/out/b-bpftool.btf" "${objects[@]}"
 job "c:btfgen" "$BTFGEN" min-core-btf "$vmlinux" "$work/out/c-btfgen.btf" "$one_object"
 job "c:bpftool" "$bpftool" gen min_core_btf "$vmlinux" "$work/out/c-bpftool.btf" "$one_object"
+job "c2:btfgen" "$BTFGEN" min-core-btf "$vmlinux" "$work/out/c2-btfgen.btf" "${objects[@]}"
+job "c2:bpftool" "$bpftool" gen min_core_btf "$vmlinux" "$work/out/c2-bpftool.btf" "${objects[@]}"
 before=$(json_list rm -rf "$work/out/d-btfgen") job "d:btfgen" \
     "$BTFGEN" batch --btf-dir "$work/btfhub" --out-dir "$work/out/d-btfgen" "$one_object"
 job "d:bpftool" sh "$work/unpack-then-bpftool.sh" "$archive" "$bpftool" \
@@ -188,12 +204,26 @@ job "e:xz-dc" xz -dc "$archive"
 job "e:true" /bin/true
 measure "$rounds"
 if ! cmp -s "$work/out/a-btfgen.btf" "$work/out/c-btfgen.btf" ||
-    ! cmp -s "$work/out/a-btfgen.btf" "$work/out/d-btfgen/vmlinux.btf"; then
-    echo "compare: btfgen's outputs for (a), (c) and (d) differ" >&2
+    ! cmp -s "$work/out/a-btfgen.btf" "$work/out/d-btfgen/vmlinux.btf" ||
+    ! cmp -s "$work/out/b-btfgen.btf" "$work/out/c2-btfgen.btf"; then
+    echo "compare: btfgen's outputs for (a), (c) and (d), or (b) and (c2), differ" >&2
     exit 1
 fi
 heap=$(cargo bench --quiet --bench heap -- "$file" "$one_object"
     cargo bench --quiet --bench heap -- "$file" "${objects[@]}" | tail -n +2)
+# The C ABI, input by path: `make lib`'s shared library, the client built against it.
+make --quiet lib >&2
+cc -std=c99 -O2 -Iinclude -o "$work/capi_heap" benches/capi_heap.c -Ltarget/release -lbtfgen \
+    -Wl,-rpath,"$PWD/target/release"
+capi_heap=$(
+    for input in "$file" "$vmlinux"; do
+        printf 'C ABI peak heap, %-28s one object: %s\n' "${input##*/}," \
+            "$("$work/capi_heap" "$input" "$one_object")"
+        printf 'C ABI peak heap, %-28s %d objects: %s\n' "${input##*/}," "${#objects[@]}" \
+            "$("$work/capi_heap" "$input" "${objects[@]}")"
+    done
+)
+capi_share=$("$work/capi_heap" "$file" "$one_object" | sed -E 's/.*\(([0-9.]+)% .*/\1/')
 
 # ---- (f) and (g): batch over a tree ----
 if ((batch)); then
@@ -277,17 +307,17 @@ meets() {
 echo
 echo "btfgen vs bpftool: median wall time, CPU time and peak RSS ($(nproc) CPUs, load now $(cut -d' ' -f1-3 /proc/loadavg))"
 one=$(basename "$one_object")
-report "(a) $one vs vmlinux BTF, regular file" a:btfgen a:bpftool
-vs_floor a:btfgen e:cat-file
-report "(b) ${#objects[@]} objects ($distinct distinct) vs vmlinux BTF, regular file" b:btfgen b:bpftool
-report "(c) $one vs /sys/kernel/btf/vmlinux" c:btfgen c:bpftool
-vs_floor c:btfgen e:cat-sysfs
-report "(d) $one vs vmlinux.btf.tar.xz (btfgen batch; tar -xJf, bpftool)" d:btfgen d:bpftool
-vs_floor d:btfgen e:xz-dc
+report "(a) $one vs vmlinux BTF, regular file" a:btfgen a:bpftool e:cat-file
+report "(b) ${#objects[@]} objects ($distinct distinct) vs vmlinux BTF, regular file" b:btfgen b:bpftool \
+    e:cat-file
+report "(c) $one vs /sys/kernel/btf/vmlinux" c:btfgen c:bpftool e:cat-sysfs
+report "(c2) ${#objects[@]} objects vs /sys/kernel/btf/vmlinux" c2:btfgen c2:bpftool e:cat-sysfs
+report "(d) $one vs vmlinux.btf.tar.xz (btfgen batch; tar -xJf, bpftool)" d:btfgen d:bpftool e:xz-dc
 report "(e) floors: cat FILE > /dev/null vs /bin/true" e:cat-file e:true
 report "    cat /sys/kernel/btf/vmlinux vs xz -dc ARCHIVE" e:cat-sysfs e:xz-dc
 echo
 echo "$heap"
+echo "$capi_heap"
 echo
 echo "targets (ratio, bound):"
 meets a:btfgen a:bpftool 2 1 8 "(a) one object, file: bpftool wall / btfgen wall >= 8"
@@ -296,6 +326,8 @@ meets a:bpftool a:btfgen 4 0 0.5 "(a) peak RSS, btfgen / bpftool <= 0.5"
 meets b:bpftool b:btfgen 4 0 0.5 "(b) peak RSS, btfgen / bpftool <= 0.5"
 meets e:cat-file a:btfgen 2 0 1.5 "(a) btfgen wall / cat FILE wall <= 1.5"
 meets c:btfgen c:bpftool 2 1 8 "(c) one object, sysfs: bpftool wall / btfgen wall >= 8"
+printf '    %-58s %7.2f  %s\n' "C ABI heap, one object, file: % of the file <= 5" "$capi_share" \
+    "$( (($(calc "$capi_share <= 5"))) && echo met || echo 'NOT met')"
 if ((batch)); then
     echo
     report "(f) batch over $(cat "$work/f.kernels"), 3 objects" f:btfgen-batch f:bpftool-loop

@@ -201,8 +201,8 @@ struct bpf_reloc_info_opts {
      */
     size_t sz;
     /**
-     * Most bytes the `bpf_reloc_info` may have allocated at once, over every call on it (the
-     * target BTF read into memory included); 0: no limit. A call that would exceed it fails
+     * Most bytes the `bpf_reloc_info` may have allocated at once on the heap, over every call
+     * on it (a target BTF read into memory included, a mapped one not); 0: no limit. A call that would exceed it fails
      * with `ENOMEM` and changes nothing. Needs the library's own allocator (`EOPNOTSUPP`
      * otherwise: a Rust program using the C ABI without the `ffi-global-alloc` feature).
      */
@@ -278,9 +278,20 @@ extern "C" {
 /**
  * Creates a `btf_reloc_info` for generating a minimized BTF from the target BTF at
  * `targ_btf_path` (raw BTF such as `/sys/kernel/btf/vmlinux`, or an ELF file with a `.BTF`
- * section). The file is read once, here, and validated as `btfgen min-core-btf` validates
+ * section). The file is opened once, here, and validated as `btfgen min-core-btf` validates
  * targets: its layout and records now, each type when a relocation reads it (a bad type then
  * fails that `bpf_object__reloc_info_gen()` with `-EINVAL`).
+ *
+ * A regular file is mapped read-only until `bpf_reloc_info__free()`, not copied to the heap
+ * (`/sys/kernel/btf/vmlinux` too since Linux 6.16); anything the kernel refuses to map (older
+ * sysfs, a pipe) is read into memory. A mapped file may be
+ * replaced (renamed over) or deleted meanwhile; one truncated or written in place makes
+ * `bpf_reloc_info__get_btf()` fail with `EIO`. To survive a truncation, the first mapping
+ * installs a `SIGBUS` handler (`SA_SIGINFO | SA_ONSTACK`) that turns a fault in a mapped
+ * target into zeros; every other `SIGBUS` goes to the action it replaced (a handler is called
+ * with the same arguments, the default action is restored and re-raised). A program that sets
+ * its own `SIGBUS` handler later takes those faults over. At most 16 files are mapped at once
+ * in a process; further ones are read.
  *
  * Returns NULL on error with `errno` set: `EINVAL` (NULL path, invalid BTF), `ENOENT`,
  * `EISDIR` or another `open`/`read` errno, `ENODATA` (ELF without `.BTF`), `ENOMEM`.
@@ -305,7 +316,7 @@ void bpf_reloc_info__free(struct btf_reloc_info *info);
 
 /**
  * Adds a kernel module BTF (split BTF on the target BTF, e.g. `/sys/kernel/btf/<module>`) to
- * `info`. As in libbpf, module BTFs are searched for a relocation's candidate types only when
+ * `info`: mapped when it is a regular file, as `bpf_reloc_info__new()` maps the target. As in libbpf, module BTFs are searched for a relocation's candidate types only when
  * the target BTF has none. This is btfgen's addition to the seed's API.
  *
  * Must be called before the first `bpf_object__reloc_info_gen()` or
@@ -318,7 +329,8 @@ void bpf_reloc_info__free(struct btf_reloc_info *info);
  *
  * `info` must be NULL or a live `btf_reloc_info`; `path` NULL or a NUL-terminated string.
  */
-int bpf_reloc_info__add_module_btf(struct btf_reloc_info *info, const char *path);
+int bpf_reloc_info__add_module_btf(struct btf_reloc_info *info,
+                                   const char *path);
 
 /**
  * Runs the CO-RE relocation algorithm on every relocation of `obj` against `info`'s target
@@ -344,7 +356,10 @@ int bpf_object__reloc_info_gen(struct btf_reloc_info *info, struct bpf_object *o
  * with new type ids; byte-identical to `btfgen min-core-btf` for the same inputs.
  *
  * Returns a new `struct btf` owned by the caller (free it with `btf__free()`), or NULL with
- * `errno` set (`EINVAL`, `ENOMEM`). Can be called any number of times.
+ * `errno` set: `EINVAL`, `ENOMEM`, or `EIO` with a warning when a mapped target or module
+ * file was truncated or written in place since it was opened (what was computed from it may
+ * mix old and new bytes; libbpf fails a short read of a BTF file with `EIO` too). Can be
+ * called any number of times.
  *
  * # Safety
  *
@@ -531,10 +546,12 @@ int btfgen_set_allocator(const struct btfgen_allocator *a);
  * past it fails with `-ENOMEM` (NULL and `errno` = `ENOMEM` for `get_btf`), records nothing
  * and frees what it allocated: the info stays usable (a call that needs less can still
  * succeed) and freeable. So does this call: NULL with `errno` = `ENOMEM` when the target BTF
- * does not fit. The memory counted is everything the library allocates for the info: the
- * target and module BTFs read into memory, their indexes, relocation records, and the bytes of
- * BTFs `bpf_reloc_info__get_btf()` returns (until their `btf__free()`); not the info's own
- * handle and those of returned BTFs (a few words each).
+ * does not fit. The memory counted is the heap only, everything the library allocates for the
+ * info: the target and module BTFs read into memory (files the kernel does not map: pipes,
+ * module BTFs in sysfs), their indexes, relocation records, and the bytes of BTFs
+ * `bpf_reloc_info__get_btf()` returns (until their `btf__free()`); not mapped regular files
+ * (page cache, shared with every reader), the info's own handle and those of returned BTFs
+ * (a few words each).
  *
  * Returns NULL on error with `errno` set: as `bpf_reloc_info__new()`, `EINVAL` for invalid
  * `opts`, `EOPNOTSUPP` for a `mem_limit` without the library's own allocator.
@@ -548,7 +565,7 @@ struct btf_reloc_info *bpf_reloc_info__new_opts(const char *targ_btf_path,
                                                 const struct bpf_reloc_info_opts *opts);
 
 /**
- * The most memory, in bytes, `info` had allocated at once so far (what
+ * The most heap memory, in bytes, `info` had allocated at once so far (what
  * `bpf_reloc_info_opts.mem_limit` is compared with): the size to give an info that must
  * succeed on the same inputs. 0 for NULL (`errno` = `EINVAL`), and when the library was built
  * without its own allocator (nothing is counted).

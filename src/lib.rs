@@ -6,11 +6,13 @@
 //!
 //! The crate is `#![no_std]` with `alloc`; every allocation is fallible and surfaces as
 //! [`Error::OutOfMemory`], which [`budget`] uses to bound how much a piece of work may take.
-//! The `std` feature adds file helpers; `cli` builds the `btfgen` binary; `ffi` adds the C ABI
+//! The `std` feature adds file helpers, `mapped` input files mapped instead of read; `cli`
+//! builds the `btfgen` binary; `ffi` adds the C ABI
 //! (module `ffi`, header `include/btfgen.h`).
 #![no_std]
 #![deny(missing_docs)]
-// `unsafe` is denied everywhere but the C ABI (`ffi`) and the allocator layer (`budget`).
+// `unsafe` is denied everywhere but the C ABI (`ffi`), the allocator layer (`budget`) and the
+// mapped input files (`mapped`).
 #![deny(unsafe_code)]
 
 extern crate alloc;
@@ -31,6 +33,10 @@ pub mod ffi;
 #[cfg(feature = "std")]
 pub mod fs;
 pub mod log;
+// Mapping a file and guarding it against `SIGBUS` cannot be written without `unsafe`.
+#[cfg(feature = "mapped")]
+#[allow(unsafe_code)]
+pub mod mapped;
 pub mod minimize;
 pub mod object;
 

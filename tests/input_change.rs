@@ -1,7 +1,7 @@
 //! `btfgen min-core-btf` while another process truncates, rewrites or replaces its input BTF
-//! (a mapped file, src/cli/input.rs). Every run must end in one of two ways: success with the
-//! output of the unchanged input, or exit 1 with one `btfgen: PATH: ...` line (after any
-//! warnings of the log) and no output file. Never a signal (a truncated mapping raises
+//! (a mapped file: src/mapped.rs, opened by src/cli/input.rs). Every run must end in one of two
+//! ways: success with the output of the unchanged input, or exit 1 with one `btfgen: PATH: ...`
+//! line (after any warnings of the log) and no output file. Never a signal (a truncated mapping raises
 //! SIGBUS), never a wrong output.
 //!
 //! The timing is random, so which runs race is not fixed; the deterministic cases are the unit

@@ -391,6 +391,15 @@ case_ arena:vmlinux same arena "$OUT/arena" "${arena_opts[@]}" -- -- "$arena_tar
     "$DATA/progs/task.bpf.o"
 case_ arena:fixture same arena-fixture "$OUT/arena" -- -- "$DATA/targets/btf__fields.btf" \
     "$DATA/progs/fields.bpf.o"
+# A regular-file copy of the kernel's BTF is mapped: the library's heap is at most 10% of it;
+# writes, truncation and replacement of a mapped target, and the host's own SIGBUS handler.
+if [[ -e $VMLINUX ]]; then
+    cp "$VMLINUX" "$TMP/vmlinux.btf"
+    case_ mapped:vmlinux same mapped "$OUT/mapped" -p 10 -- -- "$TMP/vmlinux.btf" \
+        "$DATA/progs/task.bpf.o"
+fi
+case_ mapped:fixture same mapped-fixture "$OUT/mapped" -- -- "$DATA/targets/btf__fields.btf" \
+    "$DATA/progs/fields.bpf.o"
 case_ budget:vmlinux same budget-vmlinux "$OUT/budget" -- -- "$VMLINUX" \
     "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
 case_ budget:fixture same budget-fixture "$OUT/budget" -- -- "$DATA/targets/btf__fields.btf" \

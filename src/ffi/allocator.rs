@@ -212,8 +212,8 @@ pub(super) unsafe fn set_allocator(a: *const btfgen_allocator) -> Result<(), Err
 pub struct bpf_reloc_info_opts {
     /// Size of this struct, for forward/backward compatibility.
     pub sz: usize,
-    /// Most bytes the `bpf_reloc_info` may have allocated at once, over every call on it (the
-    /// target BTF read into memory included); 0: no limit. A call that would exceed it fails
+    /// Most bytes the `bpf_reloc_info` may have allocated at once on the heap, over every call
+    /// on it (a target BTF read into memory included, a mapped one not); 0: no limit. A call that would exceed it fails
     /// with `ENOMEM` and changes nothing. Needs the library's own allocator (`EOPNOTSUPP`
     /// otherwise: a Rust program using the C ABI without the `ffi-global-alloc` feature).
     pub mem_limit: usize,
@@ -271,10 +271,12 @@ pub unsafe extern "C" fn btfgen_set_allocator(a: *const btfgen_allocator) -> c_i
 /// past it fails with `-ENOMEM` (NULL and `errno` = `ENOMEM` for `get_btf`), records nothing
 /// and frees what it allocated: the info stays usable (a call that needs less can still
 /// succeed) and freeable. So does this call: NULL with `errno` = `ENOMEM` when the target BTF
-/// does not fit. The memory counted is everything the library allocates for the info: the
-/// target and module BTFs read into memory, their indexes, relocation records, and the bytes of
-/// BTFs `bpf_reloc_info__get_btf()` returns (until their `btf__free()`); not the info's own
-/// handle and those of returned BTFs (a few words each).
+/// does not fit. The memory counted is the heap only, everything the library allocates for the
+/// info: the target and module BTFs read into memory (files the kernel does not map: pipes,
+/// module BTFs in sysfs), their indexes, relocation records, and the bytes of BTFs
+/// `bpf_reloc_info__get_btf()` returns (until their `btf__free()`); not mapped regular files
+/// (page cache, shared with every reader), the info's own handle and those of returned BTFs
+/// (a few words each).
 ///
 /// Returns NULL on error with `errno` set: as `bpf_reloc_info__new()`, `EINVAL` for invalid
 /// `opts`, `EOPNOTSUPP` for a `mem_limit` without the library's own allocator.
@@ -297,7 +299,7 @@ pub unsafe extern "C" fn bpf_reloc_info__new_opts(
     })
 }
 
-/// The most memory, in bytes, `info` had allocated at once so far (what
+/// The most heap memory, in bytes, `info` had allocated at once so far (what
 /// `bpf_reloc_info_opts.mem_limit` is compared with): the size to give an info that must
 /// succeed on the same inputs. 0 for NULL (`errno` = `EINVAL`), and when the library was built
 /// without its own allocator (nothing is counted).

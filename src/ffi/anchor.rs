@@ -42,6 +42,13 @@ impl<T> Anchor<T> {
         Ok(Anchor { ptr })
     }
 
+    /// A shared reference to the value, for as long as the anchor is borrowed.
+    pub(super) fn get(&self) -> &T {
+        // SAFETY: as in `get_unbounded`, the value is valid until the anchor is dropped, which
+        // the borrow of `self` rules out while the reference lives.
+        unsafe { self.get_unbounded() }
+    }
+
     /// A shared reference to the value with a lifetime of the caller's choosing.
     ///
     /// # Safety

@@ -1,11 +1,10 @@
-//! Paths from C strings, whole-file reads and atomic writes.
+//! Paths from C strings, input files (read or mapped) and atomic writes.
 
 use super::errno::Errno;
+use crate::mapped::FileBytes;
 use alloc::vec::Vec;
 use core::ffi::{CStr, c_char};
 use std::ffi::OsStr;
-use std::fs::File;
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -25,30 +24,24 @@ pub(super) unsafe fn c_path<'a>(path: *const c_char) -> Result<&'a Path, Errno> 
     Ok(Path::new(OsStr::from_bytes(bytes)))
 }
 
-/// The whole contents of the file at `path`. A directory is `EISDIR`; other failures are the
-/// `errno` of the failing system call. The buffer is reserved fallibly from the file's size.
+/// The whole contents of the file at `path`, read ([`crate::mapped::read`]): for objects and
+/// BTFs a handle keeps. A directory is `EISDIR`; other failures are the `errno` of the failing
+/// system call. The buffer is reserved fallibly from the file's size.
 pub(super) fn read(path: &Path) -> Result<Vec<u8>, Errno> {
-    read_file(path).map_err(super::print::warn_rejected(
+    crate::mapped::read(path).map_err(super::print::warn_rejected(
         "failed to read",
         &path.display(),
     ))
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>, Errno> {
-    // A path too long for std's stack buffer is copied to the heap infallibly: counted against
-    // the current budget, never refused (which would abort).
-    let mut file = crate::budget::count_only(|| File::open(path))?;
-    let meta = file.metadata()?;
-    if meta.is_dir() {
-        return Err(Errno(libc::EISDIR));
-    }
-    let mut data = Vec::new();
-    // sysfs files (`/sys/kernel/btf/*`) report their real size; one spare byte lets
-    // `read_to_end` see end-of-file without growing the buffer.
-    let hint = usize::try_from(meta.len()).map_err(|_| Errno(libc::EFBIG))?;
-    data.try_reserve_exact(hint.saturating_add(1))?;
-    file.read_to_end(&mut data)?;
-    Ok(data)
+/// The file at `path`, mapped when it is a regular file, read otherwise
+/// ([`crate::mapped::FileBytes::open`]): for target BTFs, which a session only reads. Errors as
+/// [`read`].
+pub(super) fn open_input(path: &Path) -> Result<FileBytes, Errno> {
+    FileBytes::open(path).map_err(super::print::warn_rejected(
+        "failed to read",
+        &path.display(),
+    ))
 }
 
 /// Write `bytes` to `path` atomically and synced ([`crate::fs::write_atomic`]); `EINVAL` for a
@@ -76,6 +69,9 @@ mod tests {
         assert_eq!(read(&file).unwrap(), b"bye");
         assert_eq!(read(&dir), Err(Errno(libc::EISDIR)));
         assert_eq!(read(&dir.join("missing")), Err(Errno(libc::ENOENT)));
+        // Regular files are mapped, directories refused as when read.
+        assert!(matches!(open_input(&file), Ok(FileBytes::Mapped(m)) if &m[..] == b"bye"));
+        assert!(matches!(open_input(&dir), Err(Errno(libc::EISDIR))));
         assert_eq!(
             write_atomic(&dir.join("no/such/dir"), b"x"),
             Err(Errno(libc::ENOENT))

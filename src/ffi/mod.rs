@@ -285,10 +285,11 @@ unsafe fn opts_size(opts: *const u8, known_end: usize) -> Result<Option<usize>, 
     Ok(Some(sz))
 }
 
-/// Read a target BTF file and start a session on it, charging both to `budget`.
+/// Map (or read) a target BTF file and start a session on it, charging the heap both take to
+/// `budget`.
 fn new_reloc_info(path: &std::path::Path, budget: Budget) -> Result<btf_reloc_info, Errno> {
     let session = budget.run(|| {
-        let bytes = files::read(path)?;
+        let bytes = files::open_input(path)?;
         Session::new(bytes).map_err(print::warn_rejected("invalid target BTF", &path.display()))
     })?;
     Ok(btf_reloc_info {
@@ -309,9 +310,20 @@ fn raw_btf(data: Vec<u8>) -> Result<Vec<u8>, Errno> {
 
 /// Creates a `btf_reloc_info` for generating a minimized BTF from the target BTF at
 /// `targ_btf_path` (raw BTF such as `/sys/kernel/btf/vmlinux`, or an ELF file with a `.BTF`
-/// section). The file is read once, here, and validated as `btfgen min-core-btf` validates
+/// section). The file is opened once, here, and validated as `btfgen min-core-btf` validates
 /// targets: its layout and records now, each type when a relocation reads it (a bad type then
 /// fails that `bpf_object__reloc_info_gen()` with `-EINVAL`).
+///
+/// A regular file is mapped read-only until `bpf_reloc_info__free()`, not copied to the heap
+/// (`/sys/kernel/btf/vmlinux` too since Linux 6.16); anything the kernel refuses to map (older
+/// sysfs, a pipe) is read into memory. A mapped file may be
+/// replaced (renamed over) or deleted meanwhile; one truncated or written in place makes
+/// `bpf_reloc_info__get_btf()` fail with `EIO`. To survive a truncation, the first mapping
+/// installs a `SIGBUS` handler (`SA_SIGINFO | SA_ONSTACK`) that turns a fault in a mapped
+/// target into zeros; every other `SIGBUS` goes to the action it replaced (a handler is called
+/// with the same arguments, the default action is restored and re-raised). A program that sets
+/// its own `SIGBUS` handler later takes those faults over. At most 16 files are mapped at once
+/// in a process; further ones are read.
 ///
 /// Returns NULL on error with `errno` set: `EINVAL` (NULL path, invalid BTF), `ENOENT`,
 /// `EISDIR` or another `open`/`read` errno, `ENODATA` (ELF without `.BTF`), `ENOMEM`.
@@ -344,7 +356,7 @@ pub unsafe extern "C" fn bpf_reloc_info__free(info: *mut btf_reloc_info) {
 }
 
 /// Adds a kernel module BTF (split BTF on the target BTF, e.g. `/sys/kernel/btf/<module>`) to
-/// `info`. As in libbpf, module BTFs are searched for a relocation's candidate types only when
+/// `info`: mapped when it is a regular file, as `bpf_reloc_info__new()` maps the target. As in libbpf, module BTFs are searched for a relocation's candidate types only when
 /// the target BTF has none. This is btfgen's addition to the seed's API.
 ///
 /// Must be called before the first `bpf_object__reloc_info_gen()` or
@@ -367,7 +379,7 @@ pub unsafe extern "C" fn bpf_reloc_info__add_module_btf(
         let info = unsafe { handle::get_mut(info) }?;
         // SAFETY: the caller passes NULL or a NUL-terminated string.
         let path = unsafe { files::c_path(path) }?;
-        info.with_session(|session| session.add_module(files::read(path)?))
+        info.with_session(|session| session.add_module(files::open_input(path)?))
     })
 }
 
@@ -406,7 +418,10 @@ pub unsafe extern "C" fn bpf_object__reloc_info_gen(
 /// with new type ids; byte-identical to `btfgen min-core-btf` for the same inputs.
 ///
 /// Returns a new `struct btf` owned by the caller (free it with `btf__free()`), or NULL with
-/// `errno` set (`EINVAL`, `ENOMEM`). Can be called any number of times.
+/// `errno` set: `EINVAL`, `ENOMEM`, or `EIO` with a warning when a mapped target or module
+/// file was truncated or written in place since it was opened (what was computed from it may
+/// mix old and new bytes; libbpf fails a short read of a BTF file with `EIO` too). Can be
+/// called any number of times.
 ///
 /// # Safety
 ///
@@ -417,7 +432,7 @@ pub unsafe extern "C" fn bpf_reloc_info__get_btf(info: *mut btf_reloc_info) -> *
         // SAFETY: the caller passes NULL, a live `btf_reloc_info` used by no one else during
         // this call, or a foreign pointer to readable memory (refused by its tag).
         let info = unsafe { handle::get_mut(info) }?;
-        let raw = info.with_session(|session| Ok(session.emit()?))?;
+        let raw = info.with_session(Session::emit)?;
         BtfData::new_handle(raw, None)
     })
 }

@@ -1,12 +1,14 @@
-//! [`Session`]: what a `struct btf_reloc_info` holds. The target BTF bytes are read once, parsed
-//! once, and a [`RelocInfo`] borrowing them accumulates the relocations of every object until
-//! the session is freed.
+//! [`Session`]: what a `struct btf_reloc_info` holds. The target BTF files are mapped (or read)
+//! once, parsed once, and a [`RelocInfo`] borrowing them accumulates the relocations of every
+//! object until the session is freed. A mapped file that was truncated or written in place
+//! since it was opened fails the emission ([`crate::mapped`]).
 
 use super::anchor::Anchor;
 use super::errno::Errno;
 use crate::btf::{Btf, Validation};
 use crate::core::Targets;
 use crate::error::Result;
+use crate::mapped::FileBytes;
 use crate::minimize::RelocInfo;
 use crate::object::BpfObject;
 use alloc::vec::Vec;
@@ -14,24 +16,21 @@ use alloc::vec::Vec;
 /// Target BTFs (main + modules) and the reloc info accumulated against them.
 ///
 /// Self-referential: `info` borrows `main` and `modules`, which borrow `main_bytes` and
-/// `module_bytes`. The borrows are made with [`Anchor::get_unbounded`] under its rules: every
-/// borrowed value lives in an [`Anchor`] (a heap address that never changes), anchors are only
-/// ever added, never removed or replaced, and fields drop in declaration order, so each field is
-/// declared before everything it borrows from. Nothing borrowed ever leaves the session: its
+/// `module_bytes` (heap bytes or a mapping, neither of which moves with its owner). The borrows
+/// are made with [`Anchor::get_unbounded`] under its rules: every borrowed value lives in an
+/// [`Anchor`] (a heap address that never changes), anchors are only ever added, never removed or
+/// replaced, and fields drop in declaration order, so each field is declared before everything
+/// it borrows from. Nothing borrowed ever leaves the session: its
 /// methods take and return owned data.
 pub(super) struct Session {
     /// Built at the first object (or `to_btf`); module BTFs can be added only before that.
     info: Option<RelocInfo<'static>>,
     /// Module BTFs, split on `main`, borrowing `module_bytes`.
     modules: Vec<Anchor<Btf<'static>>>,
-    module_bytes: Vec<Anchor<Vec<u8>>>,
+    module_bytes: Vec<Anchor<FileBytes>>,
     /// The main target BTF, borrowing `main_bytes`.
     main: Anchor<Btf<'static>>,
-    #[expect(
-        dead_code,
-        reason = "owned only to keep the bytes `main` borrows alive"
-    )]
-    main_bytes: Anchor<Vec<u8>>,
+    main_bytes: Anchor<FileBytes>,
 }
 
 impl Session {
@@ -40,12 +39,12 @@ impl Session {
     /// Target BTFs are validated as `btfgen min-core-btf` validates them
     /// ([`Validation::OnUse`]): layout and records now, each type when a relocation reads it;
     /// the emitted BTF is validated in full by [`RelocInfo::to_btf`].
-    pub(super) fn new(bytes: Vec<u8>) -> Result<Session> {
+    pub(super) fn new(bytes: FileBytes) -> Result<Session> {
         let main_bytes = Anchor::new(bytes)?;
         // SAFETY: the view is stored in `main`, declared (so dropped) before `main_bytes`, and
         // neither anchor is ever replaced. On a parse error nothing borrowing it survives: the
         // error owns no references into the bytes.
-        let data: &'static Vec<u8> = unsafe { main_bytes.get_unbounded() };
+        let data: &'static [u8] = unsafe { main_bytes.get_unbounded() };
         let main = Anchor::new(Btf::parse_with(data, None, Validation::OnUse)?)?;
         Ok(Session {
             info: None,
@@ -59,7 +58,7 @@ impl Session {
     /// Add a kernel module BTF (split on the main BTF), searched for candidates only when the
     /// main BTF has none. `EBUSY` once an object was added or a BTF emitted: the candidate
     /// index and the marks of earlier objects were made without it.
-    pub(super) fn add_module(&mut self, bytes: Vec<u8>) -> core::result::Result<(), Errno> {
+    pub(super) fn add_module(&mut self, bytes: FileBytes) -> core::result::Result<(), Errno> {
         if self.info.is_some() {
             return Err(Errno(libc::EBUSY));
         }
@@ -70,7 +69,7 @@ impl Session {
         // SAFETY: both views end up in `modules`, declared before `module_bytes` and `main`;
         // anchors are never removed. If parsing or anchoring the view fails, the view (if any)
         // is dropped first, then `bytes`, with nothing borrowing it (errors own no references).
-        let (data, main): (&'static Vec<u8>, &'static Btf<'static>) =
+        let (data, main): (&'static [u8], &'static Btf<'static>) =
             unsafe { (bytes.get_unbounded(), self.main.get_unbounded()) };
         let module = Anchor::new(Btf::parse_with(data, Some(main), Validation::OnUse)?)?;
         self.module_bytes.push(bytes);
@@ -108,19 +107,45 @@ impl Session {
         // `btfgen min-core-btf` rejects such an object too; libbpf's errno for "no .BTF".
         let local_bytes = obj.btf_bytes().ok_or(Errno(libc::ENODATA))?;
         let local = Btf::parse(local_bytes)?;
-        self.info()?.add_object(name, &obj, &local)?;
-        Ok(())
+        let added = self
+            .info()
+            .and_then(|info| info.add_object(name, &obj, &local));
+        if added.is_err() {
+            // A target changed under the relocations: say so rather than what it broke.
+            self.check_inputs()?;
+        }
+        Ok(added?)
     }
 
-    /// The minimized BTF for everything recorded so far.
-    pub(super) fn emit(&mut self) -> Result<Vec<u8>> {
-        Ok(self.info()?.to_btf()?.bytes)
+    /// The minimized BTF for everything recorded so far; `EIO` if a mapped target file changed
+    /// ([`Session::check_inputs`]).
+    pub(super) fn emit(&mut self) -> core::result::Result<Vec<u8>, Errno> {
+        let emitted = self.info().and_then(|info| Ok(info.to_btf()?.bytes));
+        // Checked after reading: a truncation shows while the bytes are read.
+        self.check_inputs()?;
+        Ok(emitted?)
+    }
+
+    /// `EIO` (with a warning) if a mapped target file was truncated or written in place since
+    /// it was opened ([`crate::mapped`]), as libbpf's `btf__parse_raw` fails a short read of a
+    /// BTF file with `-EIO`: what was computed from it may mix old and new bytes, or have
+    /// failed on the zeros a truncation leaves.
+    fn check_inputs(&self) -> core::result::Result<(), Errno> {
+        let inputs = core::iter::once(&self.main_bytes).chain(&self.module_bytes);
+        for input in inputs {
+            if let Err(changed) = input.get().check() {
+                crate::log::bad_input("failed to read", &changed.path, &changed.reason());
+                return Err(Errno(libc::EIO));
+            }
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn fixture(path: &str) -> Vec<u8> {
         std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
@@ -130,7 +155,7 @@ mod tests {
     fn session_outlives_moves_and_matches_a_direct_run() {
         let target = fixture("tests/data/targets/btf__fields.btf");
         let object = fixture("tests/data/progs/fields.bpf.o");
-        let session = Session::new(target.clone()).unwrap();
+        let session = Session::new(FileBytes::Read(target.clone())).unwrap();
         // Move the session around (into a box and back) before using it.
         let mut session = *alloc::boxed::Box::new(session);
         session.add_object("fields", &object).unwrap();
@@ -145,18 +170,67 @@ mod tests {
         assert_eq!(bytes, info.to_btf().unwrap().bytes);
     }
 
+    /// A mapped target written in place or truncated after the relocations were recorded fails
+    /// the emission with libbpf's errno for a short read; one left alone emits.
+    #[test]
+    fn changed_mapped_targets_fail_the_emission() {
+        let dir = std::env::temp_dir().join(alloc::format!(
+            "btfgen-session-changed-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = fixture("tests/data/targets/btf__fields.btf");
+        let object = fixture("tests/data/progs/fields.bpf.o");
+        let path = dir.join("target.btf");
+        let session_on_copy = || {
+            std::fs::write(&path, &target).unwrap();
+            let bytes = super::super::files::open_input(&path).unwrap();
+            assert!(matches!(bytes, FileBytes::Mapped(_)));
+            let mut session = Session::new(bytes).unwrap();
+            session.add_object("fields", &object).unwrap();
+            session
+        };
+        let mut session = session_on_copy();
+        assert!(session.emit().is_ok());
+        // The same bytes, written again: only the times tell.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .write_all(&target)
+            .unwrap();
+        assert_eq!(session.emit(), Err(Errno(libc::EIO)));
+        drop(session);
+
+        let mut session = session_on_copy();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(16)
+            .unwrap();
+        assert_eq!(session.emit(), Err(Errno(libc::EIO)));
+        drop(session);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn modules_only_before_the_first_object() {
-        let mut session = Session::new(fixture("tests/data/targets/base.btf")).unwrap();
+        let mut session =
+            Session::new(FileBytes::Read(fixture("tests/data/targets/base.btf"))).unwrap();
         session
-            .add_module(fixture("tests/data/targets/module.btf"))
+            .add_module(FileBytes::Read(fixture("tests/data/targets/module.btf")))
             .unwrap();
-        assert_eq!(session.add_module(b"junk".to_vec()), Err(Errno::INVAL));
+        assert_eq!(
+            session.add_module(FileBytes::Read(b"junk".to_vec())),
+            Err(Errno::INVAL)
+        );
         session
             .add_object("module", &fixture("tests/data/progs/module.bpf.o"))
             .unwrap();
         assert_eq!(
-            session.add_module(fixture("tests/data/targets/module.btf")),
+            session.add_module(FileBytes::Read(fixture("tests/data/targets/module.btf"))),
             Err(Errno(libc::EBUSY))
         );
     }

@@ -78,6 +78,27 @@ impl Marks {
         Ok(keys)
     }
 
+    /// A copy, allocated fallibly: what [`super::RelocInfo`] restores when recording an object
+    /// fails part way (out of memory), so that a failing object records nothing.
+    pub fn try_clone(&self) -> Result<Marks> {
+        let mut map = HashMap::new();
+        map.try_reserve(self.map.len())?;
+        for (key, mark) in &self.map {
+            let mut members = fallible::vec_with_capacity(mark.members.len())?;
+            for (index, reasons) in &mark.members {
+                members.push((*index, fallible::to_vec(reasons)?));
+            }
+            let copy = Mark {
+                whole: mark.whole,
+                reasons: fallible::to_vec(&mark.reasons)?,
+                members,
+            };
+            // Room was reserved above: no allocation.
+            map.insert(*key, copy);
+        }
+        Ok(Marks { map })
+    }
+
     /// The mark of `key`, if kept.
     pub fn get(&self, key: &TypeKey) -> Option<&Mark> {
         self.map.get(key)

@@ -136,10 +136,16 @@ impl<'t> RelocInfo<'t> {
                 return Err(e.clone());
             }
         }
-        let mut marks = core::mem::take(&mut self.marks);
-        let result = self.record(name, relocated, &mut marks);
+        // Recording can run out of memory part way (a type marked, the types it refers to not
+        // yet): then everything goes back to how it was before this object.
+        let mut marks = self.marks.try_clone()?;
+        let (reasons, stats) = (self.reasons.len(), self.stats);
+        if let Err(e) = self.record(name, relocated, &mut marks) {
+            self.reasons.truncate(reasons);
+            self.stats = stats;
+            return Err(e);
+        }
         self.marks = marks;
-        result?;
         self.stats.objects += 1;
         Ok(())
     }
