@@ -808,7 +808,7 @@ fn minimize(
         let relocated = info
             .relocate(&o.object, &o.btf)
             .map_err(context(format!("{name}: {}", o.name)))?;
-        report::record_object(
+        let programs = report::record_object(
             verdicts,
             cells.as_deref_mut(),
             (at, o.name),
@@ -819,7 +819,7 @@ fn minimize(
         )
         .map_err(context(&name))?;
         // The other objects' verdicts still count.
-        if let Err(e) = info.add_relocated(o.name, &relocated) {
+        if let Err(e) = info.add_relocated(o.name, &relocated, &programs) {
             failed.get_or_insert(CliError(format!("{name}: {}: {e}", o.name)));
         }
     }

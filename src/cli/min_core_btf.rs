@@ -3,7 +3,6 @@
 //! and the example object the repo ships, writing `min.btf`.
 
 use super::modules::ModuleArgs;
-use super::relocate::callers_text;
 use super::verdicts::{KernelVerdicts, VerdictCounts};
 use super::{
     CliError, CliResult, TargetFiles, context, read_file, report, scan_plan, write_atomic,
@@ -11,10 +10,8 @@ use super::{
 use btfgen::btf::Btf;
 use btfgen::core::CandidateIndex;
 use btfgen::core::relocate::local_type_names;
-use btfgen::core::verdict;
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -183,8 +180,6 @@ fn minimize(
 ) -> CliResult<ExitCode> {
     let mut cells = Vec::new();
     let mut verdicts = KernelVerdicts::default();
-    // `--explain`'s callers of each relocation, by what it names it: (object, program, relo #).
-    let mut callers: HashMap<(&str, &str, u32), String> = HashMap::new();
     let mut failed = None;
     for (at, (name, obj, local)) in parsed.iter().enumerate() {
         let relocated = info.relocate(obj, local).map_err(context(name))?;
@@ -198,13 +193,7 @@ fn minimize(
             info.targets(),
             &relocated,
         )?;
-        if args.explain {
-            for (i, r) in relocated.relocations.iter().enumerate() {
-                let names: Vec<&str> = verdict::callers(&programs, i).collect();
-                callers.insert((name.as_str(), r.program, r.relo), callers_text(&names));
-            }
-        }
-        if let Err(e) = info.add_relocated(name, &relocated) {
+        if let Err(e) = info.add_relocated(name, &relocated, &programs) {
             failed.get_or_insert(CliError(format!("{name}: {e}")));
             // With a report, the other objects' relocations are still worth reporting.
             if args.report.is_none() {
@@ -232,7 +221,6 @@ fn minimize(
     if args.explain {
         info.explain(&mut explanation)
             .map_err(context("--explain"))?;
-        explanation = with_callers(&explanation, &callers);
     }
     write_atomic(output, &minimized.bytes)?;
     print!("{explanation}");
@@ -264,29 +252,4 @@ fn minimize(
         programs.line()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// `--explain`'s text with each `needed by OBJECT: prog 'NAME' relo #N ...` line followed by
-/// the entry programs libbpf loads that relocation in (`callers`, keyed as the line names it).
-fn with_callers(explanation: &str, callers: &HashMap<(&str, &str, u32), String>) -> String {
-    let mut out = String::with_capacity(explanation.len() + explanation.len() / 4);
-    for line in explanation.lines() {
-        out.push_str(line);
-        if let Some(names) = explained_relocation(line).and_then(|key| callers.get(&key)) {
-            out.push_str(" [callers: ");
-            out.push_str(names);
-            out.push(']');
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// (object, program, relo #) of an `--explain` line `needed by OBJECT: prog 'NAME' relo #N ...`.
-fn explained_relocation(line: &str) -> Option<(&str, &str, u32)> {
-    let rest = line.trim_start().strip_prefix("needed by ")?;
-    let (object, rest) = rest.rsplit_once(": prog '")?;
-    let (program, rest) = rest.split_once("' relo #")?;
-    let relo = rest.split(' ').next()?.parse().ok()?;
-    Some((object, program, relo))
 }

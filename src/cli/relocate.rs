@@ -140,7 +140,7 @@ fn table_row(
 }
 
 /// `a, b`, or `none` when no entry program is given the relocation.
-pub fn callers_text(callers: &[&str]) -> String {
+fn callers_text(callers: &[&str]) -> String {
     if callers.is_empty() {
         "none".to_string()
     } else {

@@ -6,6 +6,7 @@ pub mod marks;
 
 use crate::btf::Btf;
 use crate::core::relocate::{RelocatedObject, local_type_names, relocate_object};
+use crate::core::verdict::{self, EntryProgram};
 use crate::core::{Candidate, CandidateIndex, RelocKind, Targets};
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -29,6 +30,9 @@ pub struct Reason {
     pub kind: RelocKind,
     /// Access string.
     pub access: String,
+    /// The entry programs libbpf appends the relocated instruction to: the program itself, or
+    /// every caller of the sub-program it lives in (none for a sub-program nothing calls).
+    pub callers: Vec<String>,
 }
 
 /// Counts for a summary.
@@ -108,11 +112,11 @@ impl<'t> RelocInfo<'t> {
     /// Relocate every CO-RE record of `obj` (local BTF `local`) and record what the matched
     /// target types need. A relocation libbpf would fail (ambiguous candidates, malformed
     /// record) fails the whole object, as `bpftool gen min_core_btf` does; nothing of that
-    /// object is recorded then. Only running out of memory while recording can leave part of an
-    /// object recorded (the output then keeps more than it needs); drop the `RelocInfo` then.
+    /// object is recorded then, also when recording runs out of memory part way.
     pub fn add_object(&mut self, name: &str, obj: &BpfObject<'_>, local: &Btf<'_>) -> Result<()> {
         let relocated = self.relocate(obj, local)?;
-        self.add_relocated(name, &relocated)
+        let programs = verdict::entry_programs(obj, local, &relocated)?;
+        self.add_relocated(name, &relocated, &programs)
     }
 
     /// Relocate every CO-RE record of `obj` against the targets, with this info's candidate
@@ -129,8 +133,14 @@ impl<'t> RelocInfo<'t> {
 
     /// Record what the relocations of one object (from [`RelocInfo::relocate`] on this info)
     /// need, as [`RelocInfo::add_object`] does: a failed relocation fails the whole object and
-    /// nothing of it is recorded.
-    pub fn add_relocated(&mut self, name: &str, relocated: &RelocatedObject<'_, 't>) -> Result<()> {
+    /// nothing of it is recorded. `programs` ([`verdict::entry_programs`] of the same
+    /// relocations) names each relocation's callers in [`RelocInfo::explain`].
+    pub fn add_relocated(
+        &mut self,
+        name: &str,
+        relocated: &RelocatedObject<'_, 't>,
+        programs: &[EntryProgram<'_>],
+    ) -> Result<()> {
         for r in &relocated.relocations {
             if let Err(e) = &r.outcome {
                 return Err(e.clone());
@@ -140,7 +150,7 @@ impl<'t> RelocInfo<'t> {
         // yet): then everything goes back to how it was before this object.
         let mut marks = self.marks.try_clone()?;
         let (reasons, stats) = (self.reasons.len(), self.stats);
-        if let Err(e) = self.record(name, relocated, &mut marks) {
+        if let Err(e) = self.record(name, relocated, programs, &mut marks) {
             self.reasons.truncate(reasons);
             self.stats = stats;
             return Err(e);
@@ -154,6 +164,7 @@ impl<'t> RelocInfo<'t> {
         &mut self,
         name: &str,
         relocated: &RelocatedObject<'_, '_>,
+        programs: &[EntryProgram<'_>],
         marks: &mut Marks,
     ) -> Result<()> {
         // libbpf prunes each local type's candidates to those that matched, so the match sets of
@@ -170,7 +181,7 @@ impl<'t> RelocInfo<'t> {
                 chosen.insert(r.local_type_id, *cand);
             }
         }
-        for r in &relocated.relocations {
+        for (at, r) in relocated.relocations.iter().enumerate() {
             let Ok((resolved, _)) = &r.outcome else {
                 continue;
             };
@@ -187,6 +198,10 @@ impl<'t> RelocInfo<'t> {
                 relo: r.relo,
                 reason: "unknown relocation kind",
             })?;
+            let mut callers = Vec::new();
+            for caller in verdict::callers(programs, at) {
+                fallible::push(&mut callers, fallible::to_string(caller)?)?;
+            }
             fallible::push(
                 &mut self.reasons,
                 Reason {
@@ -195,6 +210,7 @@ impl<'t> RelocInfo<'t> {
                     relo: r.relo,
                     kind,
                     access: fallible::to_string(r.access)?,
+                    callers,
                 },
             )?;
             let mut recorder = Recorder {
@@ -273,15 +289,22 @@ impl<'t> RelocInfo<'t> {
             .iter()
             .filter_map(|&id| self.reasons.get(id as usize))
         {
-            let _ = writeln!(
+            let _ = write!(
                 sink,
-                "{indent}needed by {}: prog '{}' relo #{} {} {}",
+                "{indent}needed by {}: prog '{}' relo #{} {} {} [callers: ",
                 r.object,
                 r.program,
                 r.relo,
                 r.kind.name(),
                 r.access
             );
+            if r.callers.is_empty() {
+                let _ = write!(sink, "none");
+            }
+            for (i, caller) in r.callers.iter().enumerate() {
+                let _ = write!(sink, "{}{caller}", if i == 0 { "" } else { ", " });
+            }
+            let _ = writeln!(sink, "]");
         }
     }
 }
