@@ -69,6 +69,33 @@ typedef int (*libbpf_print_fn_t)(enum libbpf_print_level level, const char *, va
 
 
 /**
+ * What the kernel's verifier will do with an entry program relocated against a target
+ * (`bpf_reloc_info__prog_verdict()`; `btfgen`'s report calls these `loads`, `rejected`,
+ * `unknown`, `failed`).
+ */
+enum btfgen_verdict {
+    /**
+     * No relocation failed and no poisoned instruction is reachable: the program loads (as far
+     * as CO-RE decides).
+     */
+    BTFGEN_VERDICT_LOADS = 0,
+    /**
+     * A poisoned instruction is reachable: the verifier refuses the program
+     * (`invalid func unknown#195896080`).
+     */
+    BTFGEN_VERDICT_REJECTED = 1,
+    /**
+     * Reachability depends on a value known only at load time (a `.rodata` or `.kconfig` value
+     * the loader sets, a weak ksym), or the analysis reached its budget.
+     */
+    BTFGEN_VERDICT_UNKNOWN = 2,
+    /**
+     * A relocation fails: libbpf refuses the object before loading.
+     */
+    BTFGEN_VERDICT_FAILED = 3,
+};
+
+/**
  * A BPF ELF object opened for CO-RE relocation (libbpf's `struct bpf_object`): its bytes,
  * validated at open, and its name.
  *
@@ -350,6 +377,33 @@ int bpf_reloc_info__add_module_btf(struct btf_reloc_info *info,
  * `info` must be NULL or a live `btf_reloc_info`; `obj` NULL or a live `bpf_object`.
  */
 int bpf_object__reloc_info_gen(struct btf_reloc_info *info, struct bpf_object *obj);
+
+/**
+ * The load verdict of entry program `prog_name` of `obj` relocated against `info`'s target
+ * BTF (and module BTFs): a static pass over the relocated program, its called sub-programs
+ * appended as libbpf appends them, that follows the verifier's pruning of branches on known
+ * values (`btfgen relocate --json`'s `callers`, the report's `verdict`). Nothing is recorded:
+ * the minimized BTF is unchanged.
+ *
+ * With `evidence` non-NULL, writes the evidence there, one line each (the guard that made a
+ * poisoned instruction dead, the path that reaches one, the load-time branch), NUL-terminated
+ * and cut to `evidence_sz` bytes.
+ *
+ * Returns a `btfgen_verdict` value (`>= 0`), or a negative errno: `-EINVAL` (NULL argument),
+ * `-ENOENT` (no entry program of that name; sub-programs have no verdict of their own),
+ * `-ENODATA` (the object has no `.BTF`), `-EIO` (the target file changed), `-ENOMEM`.
+ *
+ * # Safety
+ *
+ * `info` must be NULL or a live `btf_reloc_info`; `obj` NULL or a live `bpf_object`;
+ * `prog_name` NULL or a NUL-terminated string; `evidence` NULL or writable for `evidence_sz`
+ * bytes.
+ */
+int bpf_reloc_info__prog_verdict(struct btf_reloc_info *info,
+                                 const struct bpf_object *obj,
+                                 const char *prog_name,
+                                 char *evidence,
+                                 size_t evidence_sz);
 
 /**
  * Generates the minimized BTF: every type and member the relocations recorded so far need,

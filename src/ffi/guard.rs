@@ -39,9 +39,15 @@ pub(super) fn guard_ptr<T: Tagged>(f: impl FnOnce() -> Result<T, Errno>) -> *mut
 /// Run an `int` function: 0 on success, a negative errno on failure (`errno` is set too, so
 /// `errno` and the return value agree).
 pub(super) fn guard_int(f: impl FnOnce() -> Result<(), Errno>) -> c_int {
+    guard_value(|| f().map(|()| 0))
+}
+
+/// Run an `int` function whose success is a value `>= 0`; a failure is a negative errno, as
+/// for [`guard_int`].
+pub(super) fn guard_value(f: impl FnOnce() -> Result<c_int, Errno>) -> c_int {
     print::install();
     let errno = match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => return 0,
+        Ok(Ok(value)) => return value,
         Ok(Err(Errno(code))) => code,
         Err(payload) => {
             discard(payload);

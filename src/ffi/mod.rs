@@ -47,6 +47,7 @@ mod session;
 
 use crate::btf::Btf;
 use crate::budget::Budget;
+use crate::core::verdict::Verdict;
 use crate::error::Error;
 use crate::fallible;
 use crate::object::BpfObject;
@@ -58,7 +59,7 @@ use core::ffi::{CStr, c_char, c_int, c_long, c_void};
 use core::mem::{offset_of, size_of};
 use core::ptr;
 use errno::Errno;
-use guard::{PANIC_ERRNO, guard, guard_int, guard_ptr};
+use guard::{PANIC_ERRNO, guard, guard_int, guard_ptr, guard_value};
 use handle::Tagged;
 pub use print::libbpf_print_fn_t;
 use session::Session;
@@ -411,6 +412,93 @@ pub unsafe extern "C" fn bpf_object__reloc_info_gen(
         // memory (refused by its tag).
         let obj = unsafe { handle::get(obj) }?;
         info.with_session(|session| session.add_object(&obj.name, &obj.data))
+    })
+}
+
+/// What the kernel's verifier will do with an entry program relocated against a target
+/// (`bpf_reloc_info__prog_verdict()`; `btfgen`'s report calls these `loads`, `rejected`,
+/// `unknown`, `failed`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_camel_case_types, reason = "C enumerators, as libbpf names its own")]
+pub enum btfgen_verdict {
+    /// No relocation failed and no poisoned instruction is reachable: the program loads (as far
+    /// as CO-RE decides).
+    BTFGEN_VERDICT_LOADS = 0,
+    /// A poisoned instruction is reachable: the verifier refuses the program
+    /// (`invalid func unknown#195896080`).
+    BTFGEN_VERDICT_REJECTED = 1,
+    /// Reachability depends on a value known only at load time (a `.rodata` or `.kconfig` value
+    /// the loader sets, a weak ksym), or the analysis reached its budget.
+    BTFGEN_VERDICT_UNKNOWN = 2,
+    /// A relocation fails: libbpf refuses the object before loading.
+    BTFGEN_VERDICT_FAILED = 3,
+}
+
+impl From<Verdict> for btfgen_verdict {
+    fn from(verdict: Verdict) -> Self {
+        match verdict {
+            Verdict::Loads => btfgen_verdict::BTFGEN_VERDICT_LOADS,
+            Verdict::Rejected => btfgen_verdict::BTFGEN_VERDICT_REJECTED,
+            Verdict::Unknown => btfgen_verdict::BTFGEN_VERDICT_UNKNOWN,
+            Verdict::Failed => btfgen_verdict::BTFGEN_VERDICT_FAILED,
+        }
+    }
+}
+
+/// The load verdict of entry program `prog_name` of `obj` relocated against `info`'s target
+/// BTF (and module BTFs): a static pass over the relocated program, its called sub-programs
+/// appended as libbpf appends them, that follows the verifier's pruning of branches on known
+/// values (`btfgen relocate --json`'s `callers`, the report's `verdict`). Nothing is recorded:
+/// the minimized BTF is unchanged.
+///
+/// With `evidence` non-NULL, writes the evidence there, one line each (the guard that made a
+/// poisoned instruction dead, the path that reaches one, the load-time branch), NUL-terminated
+/// and cut to `evidence_sz` bytes.
+///
+/// Returns a `btfgen_verdict` value (`>= 0`), or a negative errno: `-EINVAL` (NULL argument),
+/// `-ENOENT` (no entry program of that name; sub-programs have no verdict of their own),
+/// `-ENODATA` (the object has no `.BTF`), `-EIO` (the target file changed), `-ENOMEM`.
+///
+/// # Safety
+///
+/// `info` must be NULL or a live `btf_reloc_info`; `obj` NULL or a live `bpf_object`;
+/// `prog_name` NULL or a NUL-terminated string; `evidence` NULL or writable for `evidence_sz`
+/// bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpf_reloc_info__prog_verdict(
+    info: *mut btf_reloc_info,
+    obj: *const bpf_object,
+    prog_name: *const c_char,
+    evidence: *mut c_char,
+    evidence_sz: usize,
+) -> c_int {
+    guard_value(|| {
+        // SAFETY: the caller passes NULL, a live `btf_reloc_info` used by no one else during
+        // this call, or a foreign pointer to readable memory (refused by its tag).
+        let info = unsafe { handle::get_mut(info) }?;
+        // SAFETY: the caller passes NULL, a live `bpf_object` or a foreign pointer to readable
+        // memory (refused by its tag).
+        let obj = unsafe { handle::get(obj.cast_mut()) }?;
+        if prog_name.is_null() {
+            return Err(Errno::INVAL);
+        }
+        // SAFETY: `prog_name` is non-null and, by this function's contract, NUL-terminated.
+        let name = unsafe { CStr::from_ptr(prog_name) }
+            .to_str()
+            .map_err(|_| Errno(libc::ENOENT))?;
+        let (verdict, text) = info.with_session(|session| session.prog_verdict(&obj.data, name))?;
+        if !evidence.is_null() && evidence_sz > 0 {
+            let len = text.len().min(evidence_sz - 1);
+            // SAFETY: `evidence` is non-null and, by this function's contract, writable for
+            // `evidence_sz` bytes; `len + 1 <= evidence_sz`, and `text` is Rust memory that
+            // cannot overlap the caller's buffer.
+            unsafe {
+                ptr::copy_nonoverlapping(text.as_ptr(), evidence.cast::<u8>(), len);
+                evidence.add(len).write(0);
+            }
+        }
+        Ok(btfgen_verdict::from(verdict) as c_int)
     })
 }
 

@@ -7,11 +7,15 @@ use super::anchor::Anchor;
 use super::errno::Errno;
 use crate::btf::{Btf, Validation};
 use crate::core::Targets;
+use crate::core::verdict::{self, Verdict};
 use crate::error::Result;
+use crate::fallible::StringSink;
 use crate::mapped::FileBytes;
 use crate::minimize::RelocInfo;
 use crate::object::BpfObject;
+use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt::Write;
 
 /// Target BTFs (main + modules) and the reloc info accumulated against them.
 ///
@@ -115,6 +119,37 @@ impl Session {
             self.check_inputs()?;
         }
         Ok(added?)
+    }
+
+    /// The load verdict of the entry program `program` of the object in `data`, relocated
+    /// against the targets without recording anything, and its evidence as text (one line
+    /// each). `ENOENT` when the object has no entry program of that name.
+    pub(super) fn prog_verdict(
+        &mut self,
+        data: &[u8],
+        program: &str,
+    ) -> core::result::Result<(Verdict, String), Errno> {
+        let obj = BpfObject::parse(data)?;
+        let local_bytes = obj.btf_bytes().ok_or(Errno(libc::ENODATA))?;
+        let local = Btf::parse(local_bytes)?;
+        let judged = self.info().and_then(|info| {
+            let relocated = info.relocate(&obj, &local)?;
+            let programs = verdict::entry_programs(&obj, &local, &relocated)?;
+            let Some(entry) = programs.iter().find(|p| p.program == program) else {
+                return Ok(None);
+            };
+            let mut text = String::new();
+            let mut sink = StringSink::new(&mut text);
+            for evidence in &entry.evidence {
+                let _ = writeln!(sink, "{}", verdict::describe(evidence, &local, &relocated));
+            }
+            sink.finish()?;
+            Ok(Some((entry.verdict, text)))
+        });
+        if judged.is_err() {
+            self.check_inputs()?;
+        }
+        judged?.ok_or(Errno(libc::ENOENT))
     }
 
     /// The minimized BTF for everything recorded so far; `EIO` if a mapped target file changed
