@@ -407,6 +407,43 @@ case_ budget:fixture same budget-fixture "$OUT/budget" -- -- "$DATA/targets/btf_
 case_ budget:module same budget-module "$OUT/budget" -M "$DATA/targets/module.btf" -- \
     --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
 
+# --- load verdicts: bpf_reloc_info__prog_verdict ----------------------------------------------
+
+# The verdicts tests/verdict.rs checks against the running kernel's verifier (guards.bpf.o on
+# btf__guards.btf: each guard form loads, the unguarded poisons are rejected).
+GUARDS=("$DATA/targets/btf__guards.btf" "$DATA/progs/guards.bpf.o" read_gone
+    guard_if=loads guard_ternary=loads guard_and=loads guard_or=loads guard_type=loads
+    guard_enum=loads guard_matches=loads guard_spilled=loads guard_subprog=loads
+    guard_shared=loads shared_unguarded=rejected loop_poison=rejected unguarded=rejected
+    rodata_flag=unknown)
+
+# PROGRAM=VERDICT for every entry program of OBJECT as `btfgen min-core-btf --report` gives it.
+cli_verdicts() { # TARGET OBJECT
+    "$CLI" -q min-core-btf --report "$TMP/verdicts.json" "$1" "$TMP/verdicts.btf" "$2" || return
+    python3 -c 'import json, sys
+for p in json.load(open(sys.argv[1]))["kernels"][0]["programs"]:
+    print(p["program"] + "=" + p["verdict"])' "$TMP/verdicts.json"
+}
+
+verdicts_as_cli() { # PROGRAM TARGET OBJECT
+    local expected
+    expected=$(cli_verdicts "$2" "$3") || return
+    [[ -n $expected ]] || return 1
+    # shellcheck disable=SC2086 # one PROGRAM=VERDICT word per line
+    "$1" "$2" "$3" no_such_subprogram $expected
+}
+
+case_ verdict:guards "$OUT/verdict" "${GUARDS[@]}"
+case_ verdict:guards-as-cli verdicts_as_cli "$OUT/verdict" "${GUARDS[0]}" "${GUARDS[1]}"
+for obj in biosnoop runqlat fsslower tcpconnect; do
+    if [[ -r $VMLINUX ]]; then
+        case_ "verdict:vmlinux-$obj" verdicts_as_cli "$OUT/verdict" "$VMLINUX" \
+            "$ROOT/benches/objs/$obj.bpf.o"
+    else
+        case_ "verdict:vmlinux-$obj" skip "$VMLINUX not readable"
+    fi
+done
+
 # --- everything again under valgrind ----------------------------------------------------------
 
 if command -v valgrind >/dev/null; then
@@ -433,6 +470,7 @@ if command -v valgrind >/dev/null; then
     case_ valgrind:client client_checks "$OUT/btfgen_client" vg
     case_ valgrind:client:linked-after-libbpf client_bpf_first
     case_ valgrind:foreign foreign "$OUT/foreign"
+    case_ valgrind:verdict:guards $VALGRIND "$OUT/verdict" "${GUARDS[@]}"
     case_ valgrind:header-cxx vg "$OUT/header-cxx"
     case_ valgrind:coexist:load vg "$OUT/coexist" --load "$LIB/libbtfgen.so.1" "$VMLINUX" \
         "$DATA/progs/task.bpf.o" "$TMP/vg-coexist.btf"
@@ -458,6 +496,7 @@ case_ asan:legacy:vmlinux same asan-legacy "$OUT/legacy-asan" -- -- "$VMLINUX" \
     "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
 case_ asan:badinput badinput "$OUT/badinput-asan"
 case_ asan:foreign foreign "$OUT/foreign-asan"
+case_ asan:verdict:guards "$OUT/verdict-asan" "${GUARDS[@]}"
 case_ asan:coexist:load "$OUT/coexist-asan" --load "$LIB/libbtfgen.so.1" "$VMLINUX" \
     "$DATA/progs/task.bpf.o" "$TMP/asan-coexist.btf"
 case_ asan:budget:vmlinux same asan-budget "$OUT/budget-asan" -n 20 -- -- "$VMLINUX" \
