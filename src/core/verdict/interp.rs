@@ -15,26 +15,20 @@
 //! `Vec`: nothing recurses on the Rust stack.
 
 use super::{Branch, Operand};
-use crate::core::patch::POISON_HELPER_ID;
+use crate::core::patch::{
+    CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_LD, CLASS_LDX, CLASS_ST, CLASS_STX, LD_IMM64,
+    POISON_HELPER_ID, SRC_X,
+};
 use crate::error::{Error, Result};
 use crate::fallible;
 use crate::object::Insn;
 use alloc::vec::Vec;
 use hashbrown::{HashMap, HashSet};
 
-const CLASS_LD: u8 = 0x00;
-const CLASS_LDX: u8 = 0x01;
-const CLASS_ST: u8 = 0x02;
-const CLASS_STX: u8 = 0x03;
-const CLASS_ALU: u8 = 0x04;
-const CLASS_JMP: u8 = 0x05;
 const CLASS_JMP32: u8 = 0x06;
-const CLASS_ALU64: u8 = 0x07;
-const SRC_X: u8 = 0x08;
 const MODE_MEM: u8 = 0x60;
 const MODE_MEMSX: u8 = 0x80;
 const MODE_ATOMIC: u8 = 0xc0;
-const LD_IMM64: u8 = 0x18;
 const OP_JA: u8 = 0x00;
 const OP_CALL: u8 = 0x80;
 const OP_EXIT: u8 = 0x90;
@@ -347,6 +341,36 @@ pub(super) fn explore(code: &Code<'_>, budget: Budget) -> Result<Outcome> {
         explorer.run(start, [Value::Unknown; 5])?;
     }
     Ok(explorer.out)
+}
+
+/// Whether `insn` is libbpf's poisoned instruction: a call to helper `POISON_HELPER_ID`.
+pub(super) fn is_poison(insn: &Insn) -> bool {
+    insn.code == CLASS_JMP | OP_CALL && insn.src_reg == 0 && insn.imm == POISON_HELPER_ID
+}
+
+/// The static successors of instruction `pc`, paths or not: fall-through, jump target, callee
+/// or callback.
+pub(super) fn successors(insns: &[Insn], pc: u32) -> [Option<u32>; 2] {
+    let Some(insn) = insns.get(pc as usize) else {
+        return [None, None];
+    };
+    let at = |off: i64| u32::try_from(i64::from(pc) + off + 1).ok();
+    let class = insn.code & 0x07;
+    match (class, insn.code & 0xf0) {
+        (CLASS_LD, _) if insn.code == LD_IMM64 => {
+            let callback = (insn.src_reg == PSEUDO_FUNC)
+                .then(|| at(i64::from(insn.imm)))
+                .flatten();
+            [at(1), callback]
+        }
+        (CLASS_JMP32, OP_JA) => [at(i64::from(insn.imm)), None],
+        (CLASS_JMP, OP_JA) => [at(i64::from(insn.off)), None],
+        (CLASS_JMP, OP_EXIT) => [None, None],
+        (CLASS_JMP, OP_CALL) if insn.src_reg == PSEUDO_CALL => [at(0), at(i64::from(insn.imm))],
+        (CLASS_JMP, OP_CALL) => [at(0), None],
+        (CLASS_JMP | CLASS_JMP32, _) => [at(0), at(i64::from(insn.off))],
+        _ => [at(0), None],
+    }
 }
 
 /// `value` truncated to `bytes` bytes, sign-extended when `signed`.
@@ -815,7 +839,7 @@ impl Explorer<'_> {
             path.state.pc = start;
             return Ok(Step::Next);
         }
-        if insn.src_reg == 0 && insn.imm == POISON_HELPER_ID {
+        if is_poison(&insn) {
             self.reached(path)?;
             return Ok(Step::End);
         }

@@ -15,7 +15,7 @@ mod interp;
 pub use describe::describe;
 
 use crate::btf::Btf;
-use crate::core::patch::{POISON_HELPER_ID, Patched};
+use crate::core::patch::{LD_IMM64, Patched};
 use crate::core::relocate::RelocatedObject;
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -23,22 +23,13 @@ use crate::object::assemble::{AssembledProgram, SectionCode, assemble_all};
 use crate::object::{BpfObject, INSN_SIZE, Insn};
 use alloc::vec::Vec;
 use hashbrown::HashMap;
-use interp::{Annotation, Budget, Code};
+use interp::{Annotation, Budget, Code, is_poison, successors};
 
 /// Instructions the exploration may execute over all paths of one program (the verifier's own
 /// limit, `BPF_COMPLEXITY_LIMIT_INSNS`).
 const VISIT_BUDGET: u32 = 1_000_000;
 /// States remembered at forks, per program.
 const STATE_BUDGET: usize = 65_536;
-
-/// `BPF_JMP | BPF_CALL`.
-const CALL: u8 = 0x85;
-/// `BPF_LD | BPF_IMM | BPF_DW`.
-const LD_IMM64: u8 = 0x18;
-/// `src_reg` of a call to a BPF function.
-const PSEUDO_CALL: u8 = 1;
-/// `src_reg` of an `ld_imm64` of a BPF function's address.
-const PSEUDO_FUNC: u8 = 4;
 
 /// Whether the kernel will load a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -338,10 +329,6 @@ fn annotations(
     Ok(out)
 }
 
-fn is_poison(insn: &Insn) -> bool {
-    insn.code == CALL && insn.src_reg == 0 && insn.imm == POISON_HELPER_ID
-}
-
 /// Explore `assembled`, push the evidence for each poisoned instruction and return the verdict.
 fn analyse(
     obj: &BpfObject<'_>,
@@ -494,33 +481,6 @@ fn dead_code_guards(
         }
     }
     Ok(label)
-}
-
-/// The static successors of instruction `pc`: fall-through, jump target, callee or callback.
-fn successors(insns: &[Insn], pc: u32) -> [Option<u32>; 2] {
-    let Some(insn) = insns.get(pc as usize) else {
-        return [None, None];
-    };
-    let at = |off: i64| u32::try_from(i64::from(pc) + off + 1).ok();
-    let class = insn.code & 0x07;
-    let op = insn.code & 0xf0;
-    match class {
-        0x00 if insn.code == LD_IMM64 => {
-            let callback = (insn.src_reg == PSEUDO_FUNC)
-                .then(|| at(i64::from(insn.imm)))
-                .flatten();
-            [at(1), callback]
-        }
-        0x05 | 0x06 => match op {
-            0x00 if class == 0x06 => [at(i64::from(insn.imm)), None],
-            0x00 => [at(i64::from(insn.off)), None],
-            0x90 => [None, None],
-            0x80 if insn.src_reg == PSEUDO_CALL => [at(0), at(i64::from(insn.imm))],
-            0x80 => [at(0), None],
-            _ => [at(0), at(i64::from(insn.off))],
-        },
-        _ => [at(0), None],
-    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! verifier reaches or prunes; the expected outcome is worked out by hand from the ISA and the
 //! verifier's rules (`is_branch_taken`, stack spill tracking, calls).
 
+use super::dead_code_guards;
 use super::interp::{Annotation, Budget, Code, Outcome, explore};
-use super::{POISON_HELPER_ID, dead_code_guards};
+use crate::core::patch::POISON_HELPER_ID;
 use crate::object::Insn;
 use alloc::vec;
 use alloc::vec::Vec;
