@@ -11,6 +11,7 @@ use btfgen::core::{CandidateIndex, Targets};
 use btfgen::object::BpfObject;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
@@ -269,11 +270,15 @@ fn guards_against_running_kernel() {
     });
 }
 
-/// What the kernel's verifier did with one program (`c-tests/verdict_load.c`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Loaded {
+/// What the kernel did with one program (`c-tests/verdict_load.c`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kernel {
     Loaded,
+    /// The verifier refused it at libbpf's poisoned call.
     Poison,
+    /// Refused otherwise: bpf() not permitted (`eperm`), or for a reason that is not a poison
+    /// (`other ERRNO`: an attach target this kernel lacks, ...).
+    Refused(String),
 }
 
 /// Build `c-tests/verdict_load.c` against libbpf 1.7 (target/libbpf-1.7) or the system's.
@@ -303,37 +308,56 @@ fn build_loader() -> Result<PathBuf, String> {
 }
 
 /// Load every entry program of `obj` with `btf` as `btf_custom_path` (and every `.rodata`
-/// int set to `rodata`); `Err` with the reason to skip when bpf() is refused.
+/// int set to `rodata`).
 fn kernel_outcomes(
     loader: &Path,
+    obj: &Path,
     btf: &Path,
     rodata: Option<i32>,
-) -> Result<Vec<(String, Loaded)>, String> {
+) -> Vec<(String, Kernel)> {
     let mut cmd = Command::new(loader);
-    cmd.arg(data_dir().join(OBJ)).arg(btf);
+    cmd.arg(obj).arg(btf);
     if let Some(v) = rodata {
         cmd.arg(v.to_string());
     }
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run verdict_load: {e}"))?;
+    let out = cmd.output().expect("run verdict_load");
     assert!(
         out.status.success(),
-        "verdict_load: {}",
+        "verdict_load {}: {}",
+        obj.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut outcomes = Vec::new();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
-        let (name, outcome) = line.split_once(' ').expect("NAME OUTCOME");
-        let outcome = match outcome {
-            "loaded" => Loaded::Loaded,
-            "poison" => Loaded::Poison,
-            "eperm" => return Err(format!("bpf() refused loading {name} (EPERM)")),
-            other => panic!("{name}: the verifier refused it for another reason: {other}"),
-        };
-        outcomes.push((name.to_string(), outcome));
-    }
-    Ok(outcomes)
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let (name, outcome) = line.split_once(' ').expect("NAME OUTCOME");
+            let outcome = match outcome {
+                "loaded" => Kernel::Loaded,
+                "poison" => Kernel::Poison,
+                other => Kernel::Refused(other.to_string()),
+            };
+            (name.to_string(), outcome)
+        })
+        .collect()
+}
+
+/// Whether bpf() refused every load: nothing to compare with.
+fn all_refused(outcomes: &[(String, Kernel)]) -> bool {
+    outcomes
+        .iter()
+        .all(|(_, o)| *o == Kernel::Refused("eperm".into()))
+}
+
+/// The loader, built once for all tests (they run in parallel), or why the kernel comparison
+/// is skipped (printed as `SKIP:`).
+fn loader() -> Option<PathBuf> {
+    static LOADER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    LOADER
+        .get_or_init(build_loader)
+        .clone()
+        .map_err(|why| println!("SKIP: {why}"))
+        .ok()
 }
 
 /// The static verdict agrees with the running kernel's verifier: never `loads` where it
@@ -341,26 +365,19 @@ fn kernel_outcomes(
 /// the loader-set value decides.
 #[test]
 fn verdict_matches_kernel() {
-    let loader = match build_loader() {
-        Ok(loader) => loader,
-        Err(why) => {
-            println!("SKIP: {why}");
-            return;
-        }
-    };
+    let Some(loader) = loader() else { return };
     let mut targets = vec![(data_dir().join(GUARDS_BTF), read(GUARDS_BTF))];
     if let Some(vmlinux) = vmlinux() {
         targets.push((PathBuf::from(VMLINUX), vmlinux));
     }
+    let obj = data_dir().join(OBJ);
     for (path, bytes) in &targets {
-        let outcomes = match kernel_outcomes(&loader, path, None) {
-            Ok(outcomes) => outcomes,
-            Err(why) => {
-                println!("SKIP: {why}");
-                return;
-            }
-        };
-        let flag_set = kernel_outcomes(&loader, path, Some(1)).expect("loads as before");
+        let outcomes = kernel_outcomes(&loader, &obj, path, None);
+        if all_refused(&outcomes) {
+            println!("SKIP: bpf() refused loading {OBJ} (EPERM)");
+            return;
+        }
+        let flag_set = kernel_outcomes(&loader, &obj, path, Some(1));
         with_verdicts(&read(OBJ), bytes, |programs, _, _| {
             assert_eq!(programs.len(), outcomes.len(), "{}", path.display());
             for ((program, (name, outcome)), (_, flagged)) in
@@ -370,19 +387,19 @@ fn verdict_matches_kernel() {
                 let at = format!("{name} against {}", path.display());
                 match program.verdict {
                     Verdict::Loads => {
-                        assert_eq!(*outcome, Loaded::Loaded, "{at}");
-                        assert_eq!(*flagged, Loaded::Loaded, "{at}, .rodata set");
+                        assert_eq!(*outcome, Kernel::Loaded, "{at}");
+                        assert_eq!(*flagged, Kernel::Loaded, "{at}, .rodata set");
                     }
                     Verdict::Rejected => {
-                        assert_eq!(*outcome, Loaded::Poison, "{at}");
-                        assert_eq!(*flagged, Loaded::Poison, "{at}, .rodata set");
+                        assert_eq!(*outcome, Kernel::Poison, "{at}");
+                        assert_eq!(*flagged, Kernel::Poison, "{at}, .rodata set");
                     }
                     // Only rodata_flag, and the flag decides: the kernel prunes the poison
                     // with use_gone = 0 and reaches it with use_gone = 1.
                     Verdict::Unknown => {
                         assert_eq!(
-                            (*outcome, *flagged),
-                            (Loaded::Loaded, Loaded::Poison),
+                            (outcome, flagged),
+                            (&Kernel::Loaded, &Kernel::Poison),
                             "{at}"
                         );
                     }
@@ -391,4 +408,53 @@ fn verdict_matches_kernel() {
             }
         });
     }
+}
+
+/// The benchmark's libbpf-tools-style objects (`benches/objs`) against the running kernel:
+/// every program the kernel loads or rejects at a poison has the matching verdict. Programs
+/// it refuses for another reason (an attach target it lacks) say nothing about poisons.
+#[test]
+fn bench_objects_match_kernel() {
+    let Some(loader) = loader() else { return };
+    let Some(vmlinux) = vmlinux() else { return };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/objs");
+    let mut objects: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "o"))
+        .collect();
+    objects.sort();
+    assert!(!objects.is_empty(), "no objects in {}", dir.display());
+    let (mut compared, mut poisons) = (0, 0);
+    for obj in &objects {
+        let outcomes = kernel_outcomes(&loader, obj, Path::new(VMLINUX), None);
+        with_verdicts(
+            &std::fs::read(obj).unwrap(),
+            &vmlinux,
+            |programs, text, _| {
+                assert_eq!(programs.len(), outcomes.len(), "{}", obj.display());
+                for (program, (name, outcome)) in programs.iter().zip(&outcomes) {
+                    assert_eq!(program.program, name);
+                    let evidence: Vec<_> = program.evidence.iter().map(text).collect();
+                    let at = format!("{} {name}: {evidence:#?}", obj.display());
+                    let expected = match outcome {
+                        Kernel::Loaded => Verdict::Loads,
+                        Kernel::Poison => Verdict::Rejected,
+                        Kernel::Refused(why) => {
+                            println!("note: {at}: the kernel refuses it ({why}), not compared");
+                            continue;
+                        }
+                    };
+                    assert_eq!(program.verdict, expected, "{at}");
+                    compared += 1;
+                    poisons += usize::from(*outcome == Kernel::Poison);
+                }
+            },
+        );
+    }
+    if compared == 0 {
+        println!("SKIP: the kernel loaded none of the programs (bpf() refused?)");
+        return;
+    }
+    println!("{compared} programs agree with the verifier, {poisons} of them rejected at a poison");
 }

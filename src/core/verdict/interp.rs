@@ -754,7 +754,12 @@ impl Explorer<'_> {
                         Ok(Step::Next)
                     }
                     None => {
-                        let load_time = branch.left.load_time || branch.right.load_time;
+                        // Load-time only when the loader's values alone decide it: against a
+                        // runtime value the verifier explores both edges whatever they are.
+                        let settled = |o: &Operand| o.load_time || o.value.is_some();
+                        let load_time = (branch.left.load_time || branch.right.load_time)
+                            && settled(&branch.left)
+                            && settled(&branch.right);
                         self.fork(path, branch, taken_to, load_time)
                     }
                 }

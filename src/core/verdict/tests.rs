@@ -388,6 +388,21 @@ fn load_time_values_make_load_time_branches() {
     assert_eq!(reach.poison, 4);
     let edge = reach.load_time.expect("past a load-time branch");
     assert_eq!((edge.branch.insn, edge.taken, edge.sole), (3, false, true));
+    // Against a runtime value the loader's value decides nothing (fsslower's
+    // `delta >= min_lat_ns`): a plain fork.
+    let mut vs_runtime: Vec<Insn> = ld_imm64(1, 0, 0).to_vec();
+    vs_runtime.extend([
+        insn(0x61, 1, 1, 0, 0),
+        helper(7),
+        insn(0x3d, 0, 1, 1, 0), // if r0 >= r1 goto +1
+        poison(),
+        mov64(0, 0),
+        exit(),
+    ]);
+    let outcome = run_with(&vs_runtime, &[(0, Annotation::LoadTimeData)], &[]);
+    let reach = outcome.reached.first().expect("reached");
+    assert_eq!(reach.poison, 5);
+    assert!(reach.load_time.is_none());
     // Runtime data (a map value) is just unknown: the same path is a plain fork.
     let outcome = run_with(&p, &[(0, Annotation::RuntimeData)], &[]);
     assert!(
