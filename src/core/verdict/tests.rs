@@ -390,11 +390,11 @@ fn load_time_values_make_load_time_branches() {
     assert_eq!((edge.branch.insn, edge.taken, edge.sole), (3, false, true));
     // Against a runtime value the loader's value decides nothing (fsslower's
     // `delta >= min_lat_ns`): a plain fork.
-    let mut vs_runtime: Vec<Insn> = ld_imm64(1, 0, 0).to_vec();
+    let mut vs_runtime: Vec<Insn> = ld_imm64(6, 0, 0).to_vec();
     vs_runtime.extend([
-        insn(0x61, 1, 1, 0, 0),
+        insn(0x61, 6, 6, 0, 0),
         helper(7),
-        insn(0x3d, 0, 1, 1, 0), // if r0 >= r1 goto +1
+        insn(0x3d, 0, 6, 1, 0), // if r0 >= r6 goto +1
         poison(),
         mov64(0, 0),
         exit(),
@@ -403,6 +403,7 @@ fn load_time_values_make_load_time_branches() {
     let reach = outcome.reached.first().expect("reached");
     assert_eq!(reach.poison, 5);
     assert!(reach.load_time.is_none());
+    assert!(reach.forks[0].right.load_time, "r6 is the load-time value");
     // Runtime data (a map value) is just unknown: the same path is a plain fork.
     let outcome = run_with(&p, &[(0, Annotation::RuntimeData)], &[]);
     assert!(
