@@ -458,3 +458,39 @@ fn bench_objects_match_kernel() {
     }
     println!("{compared} programs agree with the verifier, {poisons} of them rejected at a poison");
 }
+
+/// Relocations libbpf fails on make their program `failed`, each failed one an evidence item;
+/// the pass still assembles the program from the partly relocated sections. Against
+/// btf__ambiguous_off both `amb` flavors match with `b` at different offsets, so relo #1
+/// (`byte_off` of `b`), #2 (`byte_sz` of `b`: the offsets disagree too) and #3
+/// (`target_type_id`: two ids) are ambiguous; #0 (`amb_ok.z`) relocates.
+#[test]
+fn failed_relocation_fails_its_program() {
+    let obj = read("progs/ambiguous.bpf.o");
+    with_verdicts(
+        &obj,
+        &read("targets/btf__ambiguous_off.btf"),
+        |programs, text, relocated| {
+            let [program] = programs else {
+                panic!("one entry program: {programs:?}")
+            };
+            assert_eq!(program.program, "amb_read");
+            assert_eq!(program.verdict, Verdict::Failed);
+            let failed: Vec<u32> = program
+                .evidence
+                .iter()
+                .map(|e| {
+                    assert_eq!(e.tag(), "failed", "{}", text(e));
+                    relocated.relocations[e.relocation().unwrap()].relo
+                })
+                .collect();
+            assert_eq!(failed, [1, 2, 3]);
+            assert_eq!(program.relocations.len(), 4);
+            assert!(
+                text(&program.evidence[0]).contains("relo #1 byte_off(struct amb.b) failed"),
+                "{}",
+                text(&program.evidence[0])
+            );
+        },
+    );
+}
