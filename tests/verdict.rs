@@ -161,6 +161,13 @@ const GUARDS: &[(&str, Verdict, &[&str])] = &[
            -> insn 5 (relo #2, poisoned) may be reached",
         ],
     ),
+    (
+        // gone_exists_global (appended at 18) is checked on its own; r0 is unknown here.
+        "guard_global",
+        Verdict::Rejected,
+        &["reached insn 8: poisoned relo #4 byte_off(struct gd_task.gone) is reached past \
+           insn 7: if r0 == 0 goto +8, r0 = unknown"],
+    ),
 ];
 
 /// Against the running kernel's BTF no gd_* type exists: every existence check is 0 and every
@@ -181,6 +188,7 @@ const VMLINUX_VERDICTS: &[(&str, Verdict)] = &[
     ("loop_poison", Verdict::Rejected),
     ("unguarded", Verdict::Rejected),
     ("rodata_flag", Verdict::Rejected),
+    ("guard_global", Verdict::Rejected),
 ];
 
 fn vmlinux() -> Option<Vec<u8>> {

@@ -12,7 +12,8 @@
  *             guard_shared
  *   rejected: shared_unguarded (reads through the same sub-program as
  *             guard_shared, unguarded), loop_poison (poison in a bpf_loop
- *             callback), unguarded
+ *             callback), unguarded, guard_global (the guard returned by a
+ *             global function, whose return value the verifier does not know)
  *   unknown:  rodata_flag (a const volatile flag the loader may set)
  *
  * Loadable by the running kernel with btf_custom_path = btf__guards.btf.
@@ -197,6 +198,23 @@ int rodata_flag(void *ctx)
 	if (use_gone)
 		return BPF_CORE_READ(t, gone);
 	return BPF_CORE_READ(t, tgid);
+}
+
+/* The same guard in a global function: the verifier checks it on its own and
+ * its caller sees an unknown return value, so the poison is reached. */
+__noinline int gone_exists_global(int unused)
+{
+	return bpf_core_field_exists(struct gd_task, gone) + unused;
+}
+
+SEC("raw_tp/sys_exit")
+int guard_global(void *ctx)
+{
+	struct gd_task *t = TASK;
+
+	if (gone_exists_global(0))
+		return BPF_CORE_READ(t, gone);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";
