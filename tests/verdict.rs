@@ -165,8 +165,10 @@ const GUARDS: &[(&str, Verdict, &[&str])] = &[
         // gone_exists_global (appended at 18) is checked on its own; r0 is unknown here.
         "guard_global",
         Verdict::Rejected,
-        &["reached insn 8: poisoned relo #4 byte_off(struct gd_task.gone) is reached past \
-           insn 7: if r0 == 0 goto +8, r0 = unknown"],
+        &[
+            "reached insn 8: poisoned relo #4 byte_off(struct gd_task.gone) is reached past \
+           insn 7: if r0 == 0 goto +8, r0 = unknown",
+        ],
     ),
 ];
 

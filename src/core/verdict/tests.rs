@@ -470,3 +470,85 @@ fn a_dead_edge_labels_the_code_behind_it() {
     assert_eq!((guard.insn, dead), (1, 4));
     assert!(labels[2].is_none(), "visited code has no guard");
 }
+
+#[test]
+fn arbitrary_instructions_never_panic_and_stay_in_budget() {
+    // xorshift64: a fixed, dependency-free stream of instruction soup: mostly valid opcodes of
+    // every class (any byte now and then), registers mostly r0-r10 (past it now and then),
+    // offsets and immediates small enough to land inside the program, poisons among the calls.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut codes: Vec<u8> = vec![0x18, 0x85, 0x95, 0xc3, 0xdb, 0xd4, 0xdc, 0xd7, 0x87, 0x84];
+    for class in [0x04, 0x07, 0x05, 0x06] {
+        for op in (0x00..=0xd0).step_by(0x10) {
+            codes.extend([class | op, class | op | 0x08]);
+        }
+    }
+    for size in [0x00, 0x08, 0x10, 0x18] {
+        codes.extend([0x61 | size, 0x81 | size, 0x62 | size, 0x63 | size]);
+    }
+    let budget = Budget {
+        visits: 5_000,
+        states: 200,
+    };
+    let mut total_visits = 0;
+    for _ in 0..2_000 {
+        let len = (next() % 48 + 1) as usize;
+        let insns: Vec<Insn> = (0..len)
+            .map(|_| {
+                let r = next();
+                let code = if r % 32 == 0 {
+                    (r >> 8) as u8
+                } else {
+                    codes[(r >> 8) as usize % codes.len()]
+                };
+                let reg = |bits: u64| {
+                    if r % 16 == 1 {
+                        bits as u8 & 0x0f
+                    } else {
+                        (bits % 11) as u8
+                    }
+                };
+                let imm = match (code, (r >> 40) % 4) {
+                    (0x85, 0) => POISON_HELPER_ID,
+                    (0x85, _) => (r >> 44) as i32 % 8,
+                    _ if r >> 63 == 0 => ((r >> 32) as i32) % 16,
+                    _ => (r >> 32) as i32,
+                };
+                let src = if code == 0x85 || code == 0x18 {
+                    ((r >> 12) % 5) as u8
+                } else {
+                    reg(r >> 12)
+                };
+                insn(code, reg(r >> 16), src, ((r >> 20) as i16) % 6, imm)
+            })
+            .collect();
+        let annotations: Vec<Annotation> = (0..len)
+            .map(|i| match next() % 8 {
+                0 => Annotation::Relocated(i as u32),
+                1 => Annotation::LoadTimeData,
+                2 => Annotation::Extern,
+                3 => Annotation::RuntimeData,
+                _ => Annotation::None,
+            })
+            .collect();
+        let globals = [(next() % len as u64) as u32];
+        let code = Code {
+            insns: &insns,
+            annotations: &annotations,
+            global_subprogs: &globals,
+        };
+        let outcome = explore(&code, budget).expect("explores");
+        assert!(outcome.visits <= budget.visits);
+        assert!(outcome.reached.iter().all(|r| (r.poison as usize) < len));
+        dead_code_guards(&insns, &outcome).expect("labels");
+        total_visits += outcome.visits;
+    }
+    // The soup gets somewhere: dozens of instructions per program on average.
+    assert!(total_visits > 100_000, "{total_visits}");
+}
