@@ -46,7 +46,8 @@ const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 /// Per entry program of guards.bpf.o against btf__guards.btf: the verdict and each evidence
 /// item as `tag text`. Instruction numbers are read off `llvm-objdump -d` of the object
 /// (entry-relative; appended sub-programs follow the entry's last instruction), relo numbers
-/// are the records' order in each section (`.text`: has_gone #0, read_gone #1, loop_cb #2).
+/// are the records' order in each section (`.text`: has_gone #0, read_gone #1, loop_cb #2,
+/// gone_exists_global #3, never_called #4).
 const GUARDS: &[(&str, Verdict, &[&str])] = &[
     (
         "guard_if",
@@ -260,6 +261,13 @@ fn sub_program_relocations_are_charged_to_every_caller() {
             callers(programs, has_gone).collect::<Vec<_>>(),
             ["guard_subprog"]
         );
+        // never_called is appended to no entry program.
+        let never_called = relocated
+            .relocations
+            .iter()
+            .position(|r| r.program == "never_called")
+            .expect("never_called's relocation");
+        assert_eq!(callers(programs, never_called).count(), 0);
     });
 }
 
