@@ -93,16 +93,16 @@ const GUARDS: &[(&str, Verdict, &[&str])] = &[
         "guard_enum",
         Verdict::Loads,
         &[
-            "guarded insn 3: if r1 == 0 goto +2, r1 = enumval_exists(enum gd_state::GD_GONE) = 0 \
-           -> insn 4 (relo #14, poisoned) is dead",
+            "guarded insn 2: if r1 == 0 goto +3, r1 = enumval_exists(enum gd_state::GD_GONE) = 0 \
+           -> insn 3 (relo #14, poisoned) is dead",
         ],
     ),
     (
         "guard_matches",
         Verdict::Loads,
         &[
-            "guarded insn 3: if r2 == 0 goto +8, r2 = type_matches(struct gd_shape) = 0 \
-           -> insn 4 (relo #16, poisoned) is dead",
+            "guarded insn 2: if r1 == 0 goto +9, r1 = type_matches(struct gd_shape) = 0 \
+           -> insn 3 (relo #17, poisoned) is dead",
         ],
     ),
     (
@@ -111,7 +111,7 @@ const GUARDS: &[(&str, Verdict, &[&str])] = &[
         Verdict::Loads,
         &[
             "guarded insn 6: if r1 == 0 goto +11, r1 = field_exists(struct gd_task.gone) = 0 \
-           -> insn 7 (relo #18, poisoned) is dead",
+           -> insn 7 (relo #20, poisoned) is dead",
         ],
     ),
     (
@@ -120,7 +120,7 @@ const GUARDS: &[(&str, Verdict, &[&str])] = &[
         Verdict::Loads,
         &[
             "guarded insn 6: if r0 == 0 goto +8, r0 = field_exists(struct gd_task.gone) = 0 \
-           -> insn 7 (relo #19, poisoned) is dead",
+           -> insn 7 (relo #21, poisoned) is dead",
         ],
     ),
     (
@@ -174,16 +174,17 @@ const GUARDS: &[(&str, Verdict, &[&str])] = &[
 ];
 
 /// Against the running kernel's BTF no gd_* type exists: every existence check is 0 and every
-/// field read poisoned, so also the unguarded `pid`/`tgid` reads of guard_ternary and
-/// rodata_flag (there on both edges of the load-time branch: rejected whatever the loader sets).
+/// field read poisoned, so also the unguarded reads (`pid`, `tgid`, `a`, `GD_A`) of
+/// guard_ternary, guard_enum, guard_matches and rodata_flag (there on both edges of the
+/// load-time branch: rejected whatever the loader sets).
 const VMLINUX_VERDICTS: &[(&str, Verdict)] = &[
     ("guard_if", Verdict::Loads),
     ("guard_ternary", Verdict::Rejected),
     ("guard_and", Verdict::Loads),
     ("guard_or", Verdict::Loads),
     ("guard_type", Verdict::Loads),
-    ("guard_enum", Verdict::Loads),
-    ("guard_matches", Verdict::Loads),
+    ("guard_enum", Verdict::Rejected),
+    ("guard_matches", Verdict::Rejected),
     ("guard_spilled", Verdict::Loads),
     ("guard_subprog", Verdict::Loads),
     ("guard_shared", Verdict::Loads),

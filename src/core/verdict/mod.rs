@@ -387,49 +387,40 @@ fn analyse(
             continue;
         }
         let relocation = relocation_at(pc);
-        let reaches = outcome.reached.iter().filter(|r| r.poison == pc);
-        let mut any = false;
-        for reach in reaches {
-            any = true;
-            let decided_either_way = reach
-                .load_time
-                .is_some_and(|l| l.sole && either_way.contains(&l.branch.insn));
-            let item = match reach.load_time.filter(|_| !decided_either_way) {
-                None => {
-                    verdict = Verdict::Rejected;
-                    Evidence::Reached {
-                        poison: pc,
-                        relocation,
-                        forks: fallible::to_vec(&reach.forks)?,
-                    }
-                }
-                Some(edge) => {
-                    if verdict == Verdict::Loads {
-                        verdict = Verdict::Unknown;
-                    }
-                    Evidence::LoadTime {
-                        poison: pc,
-                        relocation,
-                        branch: edge.branch,
-                    }
-                }
-            };
-            fallible::push(evidence, item)?;
-        }
-        if any {
+        // One item per poison: a path that reaches it whatever the loader sets, else one
+        // that depends on the loader, else the guard that made it dead.
+        let reaches = || outcome.reached.iter().filter(|r| r.poison == pc);
+        let unconditional = reaches().find(|r| {
+            r.load_time
+                .is_none_or(|l| l.sole && either_way.contains(&l.branch.insn))
+        });
+        let item = if let Some(reach) = unconditional {
+            verdict = Verdict::Rejected;
+            Evidence::Reached {
+                poison: pc,
+                relocation,
+                forks: fallible::to_vec(&reach.forks)?,
+            }
+        } else if let Some(edge) = reaches().find_map(|r| r.load_time) {
+            if verdict == Verdict::Loads {
+                verdict = Verdict::Unknown;
+            }
+            Evidence::LoadTime {
+                poison: pc,
+                relocation,
+                branch: edge.branch,
+            }
+        } else if let Some(&Some((guard, dead))) = guards.get(pc as usize) {
+            Evidence::Guarded {
+                poison: pc,
+                relocation,
+                guard,
+                dead,
+            }
+        } else {
             continue;
-        }
-        if let Some(&Some((guard, dead))) = guards.get(pc as usize) {
-            fallible::push(
-                evidence,
-                Evidence::Guarded {
-                    poison: pc,
-                    relocation,
-                    guard,
-                    dead,
-                },
-            )?;
-        }
+        };
+        fallible::push(evidence, item)?;
     }
     if outcome.exhausted {
         if verdict == Verdict::Loads {

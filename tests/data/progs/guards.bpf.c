@@ -89,14 +89,17 @@ int guard_type(void *ctx)
 	return 0;
 }
 
+/* GD_A matches, so the minimized BTF keeps enum gd_state (and libbpf with it
+ * reports GD_GONE's poison as `no_match`, as with the full BTF). */
 SEC("raw_tp/sys_enter")
 int guard_enum(void *ctx)
 {
 	if (bpf_core_enum_value_exists(enum gd_state, GD_GONE))
 		return bpf_core_enum_value(enum gd_state, GD_GONE);
-	return 0;
+	return bpf_core_enum_value(enum gd_state, GD_A);
 }
 
+/* `a` matches, so the minimized BTF keeps gd_shape (as guard_enum). */
 SEC("raw_tp/sys_enter")
 int guard_matches(void *ctx)
 {
@@ -104,7 +107,7 @@ int guard_matches(void *ctx)
 
 	if (bpf_core_type_matches(struct gd_shape))
 		return BPF_CORE_READ(s, c);
-	return 0;
+	return BPF_CORE_READ(s, a);
 }
 
 /* The guard lives in an 8-byte stack slot across helper calls (volatile
