@@ -8,6 +8,14 @@
 //! relocate to a constant the verifier branches on, and it never visits the dead edge. The
 //! `interp` pass follows the verifier's exploration over the relocated, assembled
 //! instructions and says which poisons it reaches, and through which branches.
+//!
+//! Limits, where the verifier knows more than this pass: it tracks ranges and known bits of
+//! unknown scalars (`r0 &= 1; if r0 > 1` is decided there, forked here) and prunes states by
+//! subsumption rather than equality; a pointer is known non-null only against 0 with a 64-bit
+//! `==`/`!=`. Each can turn a `loads` of the kernel into `rejected` (or `unknown`, when the
+//! budget runs out) here, never the other way: a constant is kept only where the verifier
+//! keeps it (registers, 8-byte aligned stack spills, zeroed stack bytes, static calls'
+//! return values), and every value this pass does not follow is unknown.
 
 mod describe;
 mod interp;
