@@ -132,8 +132,9 @@ enum Value {
     LoadTime { at: u32 },
     /// A pointer into load-time data, or an extern's address (`nullable`).
     LoadTimePtr { at: u32, nullable: bool },
-    /// A non-null pointer this pass does not follow (context, map value).
-    Pointer,
+    /// A pointer this pass does not follow: a map value (`non_null`, as the verifier's
+    /// `reg_not_null` says), the context or anything derived from a pointer.
+    Pointer { non_null: bool },
     /// A pointer into frame `frame`'s stack, `off` bytes from its frame pointer.
     Stack { frame: u8, off: i32 },
     /// A sub-program's address (callback), by first instruction.
@@ -321,11 +322,11 @@ pub(super) fn explore(code: &Code<'_>, budget: Budget) -> Result<Outcome> {
             ..Outcome::default()
         },
     };
-    // The program's context is a non-null pointer.
+    // The program's context: a pointer the verifier does not branch on.
     explorer.run(
         0,
         [
-            Value::Pointer,
+            Value::Pointer { non_null: false },
             Value::Uninit,
             Value::Uninit,
             Value::Uninit,
@@ -596,7 +597,8 @@ impl Explorer<'_> {
                         nullable: true,
                     },
                     (0, Annotation::None) => Value::known(imm),
-                    _ => Value::Pointer,
+                    (0, Annotation::RuntimeData) => Value::Pointer { non_null: true },
+                    _ => Value::Pointer { non_null: false },
                 };
                 set(frame, dst, value);
                 path.state.pc = pc.wrapping_add(2);
@@ -1041,17 +1043,25 @@ fn alu_value(insn: Insn, is32: bool, op: u8, dst: Value, src: Value) -> Value {
                     delta
                 };
                 i32::try_from(i64::from(off).saturating_add(delta))
-                    .map_or(Pointer, |off| Stack { frame, off })
+                    .map_or(Pointer { non_null: false }, |off| Stack { frame, off })
             }
             (LoadTimePtr { at, nullable }, Const { .. })
                 if !is32 && (op == OP_ADD || op == OP_SUB) =>
             {
                 LoadTimePtr { at, nullable }
             }
-            (Pointer | Stack { .. } | LoadTimePtr { .. } | Func { .. }, _)
-                if !is32 && (op == OP_ADD || op == OP_SUB) =>
-            {
-                Pointer
+            // A map value stays one at any offset; the rest (context, stack at an unknown
+            // offset, function) the verifier does not call non-null.
+            (Pointer { non_null }, _) if !is32 && (op == OP_ADD || op == OP_SUB) => {
+                Pointer { non_null }
+            }
+            (LoadTimePtr { nullable, .. }, _) if !is32 && (op == OP_ADD || op == OP_SUB) => {
+                Pointer {
+                    non_null: !nullable,
+                }
+            }
+            (Stack { .. } | Func { .. }, _) if !is32 && (op == OP_ADD || op == OP_SUB) => {
+                Pointer { non_null: false }
             }
             _ => Unknown,
         },
@@ -1063,12 +1073,11 @@ fn decide(op: u8, is32: bool, left: Value, right: Value) -> Option<bool> {
     use Value::*;
     const OP_JEQ: u8 = 0x10;
     const OP_JNE: u8 = 0x50;
+    // `reg_not_null`: map values, not the context, the stack or a function.
     let non_null = |v: Value| {
         matches!(
             v,
-            Pointer
-                | Stack { .. }
-                | Func { .. }
+            Pointer { non_null: true }
                 | LoadTimePtr {
                     nullable: false,
                     ..

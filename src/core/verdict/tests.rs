@@ -432,6 +432,27 @@ fn load_time_values_make_load_time_branches() {
 }
 
 #[test]
+fn only_map_values_are_non_null() {
+    // `if rX == 0 goto +1; poison; exit`: the poison is reached either way; with rX a map
+    // value the verifier decides the branch (no fork), with the context, a stack pointer or a
+    // callback address, which its `reg_not_null` does not know to be non-null, it forks.
+    let forks_on = |setup: &[Insn], reg: u8, annotated: &[(usize, Annotation)]| {
+        let mut p: Vec<Insn> = setup.to_vec();
+        p.extend([insn(0x15, reg, 0, 1, 0), poison(), mov64(0, 0), exit()]);
+        let outcome = run_with(&p, annotated, &[]);
+        let reach = outcome.reached.first().expect("reached");
+        assert_eq!(reach.poison as usize, setup.len() + 1);
+        !reach.forks.is_empty()
+    };
+    let map_value = ld_imm64(1, 0, 0);
+    assert!(!forks_on(&map_value, 1, &[(0, Annotation::RuntimeData)]));
+    assert!(forks_on(&[], 1, &[]), "the context");
+    let fp_minus_8 = [mov64_reg(2, 10), insn(0x07, 2, 0, 0, -8)];
+    assert!(forks_on(&fp_minus_8, 2, &[]), "fp - 8");
+    assert!(forks_on(&ld_imm64(3, 4, 4), 3, &[]), "a function");
+}
+
+#[test]
 fn the_budget_bounds_the_exploration() {
     // An endless loop on known values: no fork to prune at, only the budget stops it.
     let p = [
