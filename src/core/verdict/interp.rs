@@ -137,6 +137,9 @@ enum Value {
     Pointer { non_null: bool },
     /// A pointer into frame `frame`'s stack, `off` bytes from its frame pointer.
     Stack { frame: u8, off: i32 },
+    /// A pointer into frame `frame`'s stack at an offset this pass does not know: a write
+    /// through it may change any slot.
+    StackAt { frame: u8 },
     /// A sub-program's address (callback), by first instruction.
     Func { start: u32 },
 }
@@ -648,14 +651,18 @@ impl Explorer<'_> {
                     }
                 }
                 let is_load = mode == MODE_ATOMIC && insn.imm == LOAD_ACQUIRE;
-                if let (Value::Stack { frame: f, off }, false) = (target, is_load) {
-                    write_stack(
+                match (target, is_load) {
+                    (Value::Stack { frame: f, off }, false) => write_stack(
                         &mut path.state.frames,
                         f,
                         off.saturating_add(i32::from(insn.off)),
                         size,
                         stored,
-                    )?;
+                    )?,
+                    (Value::StackAt { frame: f }, false) => {
+                        clobber_frame(&mut path.state.frames, f);
+                    }
+                    _ => {}
                 }
                 path.state.pc = next;
             }
@@ -954,8 +961,13 @@ fn clobber_args(frames: &mut [Frame], sized: bool) -> Result<()> {
         return Ok(());
     };
     for r in 1..=5 {
-        let Value::Stack { frame, off } = regs[r] else {
-            continue;
+        let (frame, off) = match regs[r] {
+            Value::Stack { frame, off } => (frame, off),
+            Value::StackAt { frame } => {
+                clobber_frame(frames, frame);
+                continue;
+            }
+            _ => continue,
         };
         let size = match (sized, regs.get(r + 1)) {
             (true, Some(Value::Const { value, .. })) if *value <= STACK_SIZE as u64 => {
@@ -988,6 +1000,15 @@ fn clobber_args(frames: &mut [Frame], sized: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A write at an offset this pass does not know: every slot of the frame may have changed.
+fn clobber_frame(frames: &mut [Frame], frame: u8) {
+    if let Some(frame) = frames.get_mut(usize::from(frame)) {
+        for (_, slot) in frame.stack.iter_mut() {
+            *slot = EMPTY_SLOT;
+        }
+    }
 }
 
 fn alu_value(insn: Insn, is32: bool, op: u8, dst: Value, src: Value) -> Value {
@@ -1043,7 +1064,7 @@ fn alu_value(insn: Insn, is32: bool, op: u8, dst: Value, src: Value) -> Value {
                     delta
                 };
                 i32::try_from(i64::from(off).saturating_add(delta))
-                    .map_or(Pointer { non_null: false }, |off| Stack { frame, off })
+                    .map_or(StackAt { frame }, |off| Stack { frame, off })
             }
             (LoadTimePtr { at, nullable }, Const { .. })
                 if !is32 && (op == OP_ADD || op == OP_SUB) =>
@@ -1060,7 +1081,12 @@ fn alu_value(insn: Insn, is32: bool, op: u8, dst: Value, src: Value) -> Value {
                     non_null: !nullable,
                 }
             }
-            (Stack { .. } | Func { .. }, _) if !is32 && (op == OP_ADD || op == OP_SUB) => {
+            (Stack { frame, .. } | StackAt { frame }, _)
+                if !is32 && (op == OP_ADD || op == OP_SUB) =>
+            {
+                StackAt { frame }
+            }
+            (Func { .. }, _) if !is32 && (op == OP_ADD || op == OP_SUB) => {
                 Pointer { non_null: false }
             }
             _ => Unknown,

@@ -336,6 +336,31 @@ fn static_calls_return_their_value_global_calls_do_not() {
 }
 
 #[test]
+fn a_write_at_an_unknown_stack_offset_forgets_the_frame() {
+    // *(u64 *)(fp - 8) = 1; r1 = fp - 16; r1 += r0 (unknown); *(u8 *)(r1 + 0) = 7;
+    // r2 = *(u64 *)(fp - 8); if r2 != 0 goto +1; poison; exit.  The verifier marks the bytes
+    // the write may reach as misc, so the spilled 1 is no longer known.
+    let p = [
+        helper(7),
+        insn(0x7a, 10, 0, -8, 1),
+        mov64_reg(1, 10),
+        insn(0x07, 1, 0, 0, -16),
+        insn(0x0f, 1, 0, 0, 0),
+        insn(0x72, 1, 0, 0, 7),
+        insn(0x79, 2, 10, -8, 0),
+        insn(0x55, 2, 0, 1, 0),
+        poison(),
+        mov64(0, 0),
+        exit(),
+    ];
+    assert_eq!(reached(&run(&p)), [8]);
+    // At a known offset the write leaves the other slot alone.
+    let mut known = p;
+    known[4] = insn(0x07, 1, 0, 0, 0);
+    assert_eq!(reached(&run(&known)), [] as [u32; 0]);
+}
+
+#[test]
 fn poison_in_a_stack_pointer_argument_written_by_a_callee() {
     // main: *(u64 *)(fp - 8) = 0; r1 = fp - 8; call sub; r1 = *(fp - 8); if r1 == 0 goto +1;
     // poison; exit.  sub writes 1 through its argument, so the poison is reached.
