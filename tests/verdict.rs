@@ -513,3 +513,38 @@ fn failed_relocation_fails_its_program() {
         },
     );
 }
+
+/// The manifest's fixtures for the running kernel (task, multi, calls: a global function, a
+/// `bpf_loop` callback, nested static calls), which `tests/kernel_load.rs` loads into it, all
+/// load by this pass too, with their guarded reads dead: task's read of `task_struct___old`'s
+/// `state` (poisoned: kernels since 5.14 have no `state`) behind `if (field_exists(__state))`.
+#[test]
+fn running_kernel_fixtures_load() {
+    let Some(vmlinux) = vmlinux() else { return };
+    let mut guarded = Vec::new();
+    for obj in ["progs/task.bpf.o", "progs/multi.bpf.o", "progs/calls.bpf.o"] {
+        with_verdicts(&read(obj), &vmlinux, |programs, text, _| {
+            assert!(!programs.is_empty(), "{obj}");
+            for p in programs {
+                let evidence: Vec<_> = p.evidence.iter().map(text).collect();
+                assert_eq!(
+                    p.verdict,
+                    Verdict::Loads,
+                    "{obj} {}: {evidence:#?}",
+                    p.program
+                );
+                assert!(
+                    p.evidence.iter().all(|e| e.tag() == "guarded"),
+                    "{evidence:#?}"
+                );
+                guarded.extend(evidence);
+            }
+        });
+    }
+    assert!(
+        guarded
+            .iter()
+            .any(|e| e.contains("field_exists(struct task_struct.__state) = 1 -> ")),
+        "{guarded:#?}"
+    );
+}
