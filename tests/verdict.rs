@@ -11,6 +11,7 @@ use btfgen::core::{CandidateIndex, Targets};
 use btfgen::object::BpfObject;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
@@ -45,7 +46,8 @@ const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 /// Per entry program of guards.bpf.o against btf__guards.btf: the verdict and each evidence
 /// item as `tag text`. Instruction numbers are read off `llvm-objdump -d` of the object
 /// (entry-relative; appended sub-programs follow the entry's last instruction), relo numbers
-/// are the records' order in each section (`.text`: has_gone #0, read_gone #1, loop_cb #2).
+/// are the records' order in each section (`.text`: has_gone #0, read_gone #1, loop_cb #2,
+/// gone_exists_global #3, never_called #4).
 const GUARDS: &[(&str, Verdict, &[&str])] = &[
     (
         "guard_if",
@@ -91,16 +93,16 @@ const GUARDS: &[(&str, Verdict, &[&str])] = &[
         "guard_enum",
         Verdict::Loads,
         &[
-            "guarded insn 3: if r1 == 0 goto +2, r1 = enumval_exists(enum gd_state::GD_GONE) = 0 \
-           -> insn 4 (relo #14, poisoned) is dead",
+            "guarded insn 2: if r1 == 0 goto +3, r1 = enumval_exists(enum gd_state::GD_GONE) = 0 \
+           -> insn 3 (relo #14, poisoned) is dead",
         ],
     ),
     (
         "guard_matches",
         Verdict::Loads,
         &[
-            "guarded insn 3: if r2 == 0 goto +8, r2 = type_matches(struct gd_shape) = 0 \
-           -> insn 4 (relo #16, poisoned) is dead",
+            "guarded insn 2: if r1 == 0 goto +9, r1 = type_matches(struct gd_shape) = 0 \
+           -> insn 3 (relo #17, poisoned) is dead",
         ],
     ),
     (
@@ -109,7 +111,7 @@ const GUARDS: &[(&str, Verdict, &[&str])] = &[
         Verdict::Loads,
         &[
             "guarded insn 6: if r1 == 0 goto +11, r1 = field_exists(struct gd_task.gone) = 0 \
-           -> insn 7 (relo #18, poisoned) is dead",
+           -> insn 7 (relo #20, poisoned) is dead",
         ],
     ),
     (
@@ -118,7 +120,7 @@ const GUARDS: &[(&str, Verdict, &[&str])] = &[
         Verdict::Loads,
         &[
             "guarded insn 6: if r0 == 0 goto +8, r0 = field_exists(struct gd_task.gone) = 0 \
-           -> insn 7 (relo #19, poisoned) is dead",
+           -> insn 7 (relo #21, poisoned) is dead",
         ],
     ),
     (
@@ -160,19 +162,29 @@ const GUARDS: &[(&str, Verdict, &[&str])] = &[
            -> insn 5 (relo #2, poisoned) may be reached",
         ],
     ),
+    (
+        // gone_exists_global (appended at 18) is checked on its own; r0 is unknown here.
+        "guard_global",
+        Verdict::Rejected,
+        &[
+            "reached insn 8: poisoned relo #4 byte_off(struct gd_task.gone) is reached past \
+           insn 7: if r0 == 0 goto +8, r0 = unknown",
+        ],
+    ),
 ];
 
 /// Against the running kernel's BTF no gd_* type exists: every existence check is 0 and every
-/// field read poisoned, so also the unguarded `pid`/`tgid` reads of guard_ternary and
-/// rodata_flag (there on both edges of the load-time branch: rejected whatever the loader sets).
+/// field read poisoned, so also the unguarded reads (`pid`, `tgid`, `a`, `GD_A`) of
+/// guard_ternary, guard_enum, guard_matches and rodata_flag (there on both edges of the
+/// load-time branch: rejected whatever the loader sets).
 const VMLINUX_VERDICTS: &[(&str, Verdict)] = &[
     ("guard_if", Verdict::Loads),
     ("guard_ternary", Verdict::Rejected),
     ("guard_and", Verdict::Loads),
     ("guard_or", Verdict::Loads),
     ("guard_type", Verdict::Loads),
-    ("guard_enum", Verdict::Loads),
-    ("guard_matches", Verdict::Loads),
+    ("guard_enum", Verdict::Rejected),
+    ("guard_matches", Verdict::Rejected),
     ("guard_spilled", Verdict::Loads),
     ("guard_subprog", Verdict::Loads),
     ("guard_shared", Verdict::Loads),
@@ -180,6 +192,7 @@ const VMLINUX_VERDICTS: &[(&str, Verdict)] = &[
     ("loop_poison", Verdict::Rejected),
     ("unguarded", Verdict::Rejected),
     ("rodata_flag", Verdict::Rejected),
+    ("guard_global", Verdict::Rejected),
 ];
 
 fn vmlinux() -> Option<Vec<u8>> {
@@ -249,6 +262,13 @@ fn sub_program_relocations_are_charged_to_every_caller() {
             callers(programs, has_gone).collect::<Vec<_>>(),
             ["guard_subprog"]
         );
+        // never_called is appended to no entry program.
+        let never_called = relocated
+            .relocations
+            .iter()
+            .position(|r| r.program == "never_called")
+            .expect("never_called's relocation");
+        assert_eq!(callers(programs, never_called).count(), 0);
     });
 }
 
@@ -269,11 +289,15 @@ fn guards_against_running_kernel() {
     });
 }
 
-/// What the kernel's verifier did with one program (`c-tests/verdict_load.c`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Loaded {
+/// What the kernel did with one program (`c-tests/verdict_load.c`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kernel {
     Loaded,
+    /// The verifier refused it at libbpf's poisoned call.
     Poison,
+    /// Refused otherwise: bpf() not permitted (`eperm`), or for a reason that is not a poison
+    /// (`other ERRNO`: an attach target this kernel lacks, ...).
+    Refused(String),
 }
 
 /// Build `c-tests/verdict_load.c` against libbpf 1.7 (target/libbpf-1.7) or the system's.
@@ -303,37 +327,56 @@ fn build_loader() -> Result<PathBuf, String> {
 }
 
 /// Load every entry program of `obj` with `btf` as `btf_custom_path` (and every `.rodata`
-/// int set to `rodata`); `Err` with the reason to skip when bpf() is refused.
+/// int set to `rodata`).
 fn kernel_outcomes(
     loader: &Path,
+    obj: &Path,
     btf: &Path,
     rodata: Option<i32>,
-) -> Result<Vec<(String, Loaded)>, String> {
+) -> Vec<(String, Kernel)> {
     let mut cmd = Command::new(loader);
-    cmd.arg(data_dir().join(OBJ)).arg(btf);
+    cmd.arg(obj).arg(btf);
     if let Some(v) = rodata {
         cmd.arg(v.to_string());
     }
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run verdict_load: {e}"))?;
+    let out = cmd.output().expect("run verdict_load");
     assert!(
         out.status.success(),
-        "verdict_load: {}",
+        "verdict_load {}: {}",
+        obj.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut outcomes = Vec::new();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
-        let (name, outcome) = line.split_once(' ').expect("NAME OUTCOME");
-        let outcome = match outcome {
-            "loaded" => Loaded::Loaded,
-            "poison" => Loaded::Poison,
-            "eperm" => return Err(format!("bpf() refused loading {name} (EPERM)")),
-            other => panic!("{name}: the verifier refused it for another reason: {other}"),
-        };
-        outcomes.push((name.to_string(), outcome));
-    }
-    Ok(outcomes)
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let (name, outcome) = line.split_once(' ').expect("NAME OUTCOME");
+            let outcome = match outcome {
+                "loaded" => Kernel::Loaded,
+                "poison" => Kernel::Poison,
+                other => Kernel::Refused(other.to_string()),
+            };
+            (name.to_string(), outcome)
+        })
+        .collect()
+}
+
+/// Whether bpf() refused every load: nothing to compare with.
+fn all_refused(outcomes: &[(String, Kernel)]) -> bool {
+    outcomes
+        .iter()
+        .all(|(_, o)| *o == Kernel::Refused("eperm".into()))
+}
+
+/// The loader, built once for all tests (they run in parallel), or why the kernel comparison
+/// is skipped (printed as `SKIP:`).
+fn loader() -> Option<PathBuf> {
+    static LOADER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    LOADER
+        .get_or_init(build_loader)
+        .clone()
+        .map_err(|why| println!("SKIP: {why}"))
+        .ok()
 }
 
 /// The static verdict agrees with the running kernel's verifier: never `loads` where it
@@ -341,26 +384,19 @@ fn kernel_outcomes(
 /// the loader-set value decides.
 #[test]
 fn verdict_matches_kernel() {
-    let loader = match build_loader() {
-        Ok(loader) => loader,
-        Err(why) => {
-            println!("SKIP: {why}");
-            return;
-        }
-    };
+    let Some(loader) = loader() else { return };
     let mut targets = vec![(data_dir().join(GUARDS_BTF), read(GUARDS_BTF))];
     if let Some(vmlinux) = vmlinux() {
         targets.push((PathBuf::from(VMLINUX), vmlinux));
     }
+    let obj = data_dir().join(OBJ);
     for (path, bytes) in &targets {
-        let outcomes = match kernel_outcomes(&loader, path, None) {
-            Ok(outcomes) => outcomes,
-            Err(why) => {
-                println!("SKIP: {why}");
-                return;
-            }
-        };
-        let flag_set = kernel_outcomes(&loader, path, Some(1)).expect("loads as before");
+        let outcomes = kernel_outcomes(&loader, &obj, path, None);
+        if all_refused(&outcomes) {
+            println!("SKIP: bpf() refused loading {OBJ} (EPERM)");
+            return;
+        }
+        let flag_set = kernel_outcomes(&loader, &obj, path, Some(1));
         with_verdicts(&read(OBJ), bytes, |programs, _, _| {
             assert_eq!(programs.len(), outcomes.len(), "{}", path.display());
             for ((program, (name, outcome)), (_, flagged)) in
@@ -370,19 +406,19 @@ fn verdict_matches_kernel() {
                 let at = format!("{name} against {}", path.display());
                 match program.verdict {
                     Verdict::Loads => {
-                        assert_eq!(*outcome, Loaded::Loaded, "{at}");
-                        assert_eq!(*flagged, Loaded::Loaded, "{at}, .rodata set");
+                        assert_eq!(*outcome, Kernel::Loaded, "{at}");
+                        assert_eq!(*flagged, Kernel::Loaded, "{at}, .rodata set");
                     }
                     Verdict::Rejected => {
-                        assert_eq!(*outcome, Loaded::Poison, "{at}");
-                        assert_eq!(*flagged, Loaded::Poison, "{at}, .rodata set");
+                        assert_eq!(*outcome, Kernel::Poison, "{at}");
+                        assert_eq!(*flagged, Kernel::Poison, "{at}, .rodata set");
                     }
                     // Only rodata_flag, and the flag decides: the kernel prunes the poison
                     // with use_gone = 0 and reaches it with use_gone = 1.
                     Verdict::Unknown => {
                         assert_eq!(
-                            (*outcome, *flagged),
-                            (Loaded::Loaded, Loaded::Poison),
+                            (outcome, flagged),
+                            (&Kernel::Loaded, &Kernel::Poison),
                             "{at}"
                         );
                     }
@@ -391,4 +427,124 @@ fn verdict_matches_kernel() {
             }
         });
     }
+}
+
+/// The benchmark's libbpf-tools-style objects (`benches/objs`) against the running kernel:
+/// every program the kernel loads or rejects at a poison has the matching verdict. Programs
+/// it refuses for another reason (an attach target it lacks) say nothing about poisons.
+#[test]
+fn bench_objects_match_kernel() {
+    let Some(loader) = loader() else { return };
+    let Some(vmlinux) = vmlinux() else { return };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/objs");
+    let mut objects: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "o"))
+        .collect();
+    objects.sort();
+    assert!(!objects.is_empty(), "no objects in {}", dir.display());
+    let (mut compared, mut poisons) = (0, 0);
+    for obj in &objects {
+        let outcomes = kernel_outcomes(&loader, obj, Path::new(VMLINUX), None);
+        with_verdicts(
+            &std::fs::read(obj).unwrap(),
+            &vmlinux,
+            |programs, text, _| {
+                assert_eq!(programs.len(), outcomes.len(), "{}", obj.display());
+                for (program, (name, outcome)) in programs.iter().zip(&outcomes) {
+                    assert_eq!(program.program, name);
+                    let evidence: Vec<_> = program.evidence.iter().map(text).collect();
+                    let at = format!("{} {name}: {evidence:#?}", obj.display());
+                    let expected = match outcome {
+                        Kernel::Loaded => Verdict::Loads,
+                        Kernel::Poison => Verdict::Rejected,
+                        Kernel::Refused(why) => {
+                            println!("note: {at}: the kernel refuses it ({why}), not compared");
+                            continue;
+                        }
+                    };
+                    assert_eq!(program.verdict, expected, "{at}");
+                    compared += 1;
+                    poisons += usize::from(*outcome == Kernel::Poison);
+                }
+            },
+        );
+    }
+    if compared == 0 {
+        println!("SKIP: the kernel loaded none of the programs (bpf() refused?)");
+        return;
+    }
+    println!("{compared} programs agree with the verifier, {poisons} of them rejected at a poison");
+}
+
+/// Relocations libbpf fails on make their program `failed`, each failed one an evidence item;
+/// the pass still assembles the program from the partly relocated sections. Against
+/// btf__ambiguous_off both `amb` flavors match with `b` at different offsets, so relo #1
+/// (`byte_off` of `b`), #2 (`byte_sz` of `b`: the offsets disagree too) and #3
+/// (`target_type_id`: two ids) are ambiguous; #0 (`amb_ok.z`) relocates.
+#[test]
+fn failed_relocation_fails_its_program() {
+    let obj = read("progs/ambiguous.bpf.o");
+    with_verdicts(
+        &obj,
+        &read("targets/btf__ambiguous_off.btf"),
+        |programs, text, relocated| {
+            let [program] = programs else {
+                panic!("one entry program: {programs:?}")
+            };
+            assert_eq!(program.program, "amb_read");
+            assert_eq!(program.verdict, Verdict::Failed);
+            let failed: Vec<u32> = program
+                .evidence
+                .iter()
+                .map(|e| {
+                    assert_eq!(e.tag(), "failed", "{}", text(e));
+                    relocated.relocations[e.relocation().unwrap()].relo
+                })
+                .collect();
+            assert_eq!(failed, [1, 2, 3]);
+            assert_eq!(program.relocations.len(), 4);
+            assert!(
+                text(&program.evidence[0]).contains("relo #1 byte_off(struct amb.b) failed"),
+                "{}",
+                text(&program.evidence[0])
+            );
+        },
+    );
+}
+
+/// The manifest's fixtures for the running kernel (task, multi, calls: a global function, a
+/// `bpf_loop` callback, nested static calls), which `tests/kernel_load.rs` loads into it, all
+/// load by this pass too, with their guarded reads dead: task's read of `task_struct___old`'s
+/// `state` (poisoned: kernels since 5.14 have no `state`) behind `if (field_exists(__state))`.
+#[test]
+fn running_kernel_fixtures_load() {
+    let Some(vmlinux) = vmlinux() else { return };
+    let mut guarded = Vec::new();
+    for obj in ["progs/task.bpf.o", "progs/multi.bpf.o", "progs/calls.bpf.o"] {
+        with_verdicts(&read(obj), &vmlinux, |programs, text, _| {
+            assert!(!programs.is_empty(), "{obj}");
+            for p in programs {
+                let evidence: Vec<_> = p.evidence.iter().map(text).collect();
+                assert_eq!(
+                    p.verdict,
+                    Verdict::Loads,
+                    "{obj} {}: {evidence:#?}",
+                    p.program
+                );
+                assert!(
+                    p.evidence.iter().all(|e| e.tag() == "guarded"),
+                    "{evidence:#?}"
+                );
+                guarded.extend(evidence);
+            }
+        });
+    }
+    assert!(
+        guarded
+            .iter()
+            .any(|e| e.contains("field_exists(struct task_struct.__state) = 1 -> ")),
+        "{guarded:#?}"
+    );
 }

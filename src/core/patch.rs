@@ -14,9 +14,9 @@ pub(crate) const CLASS_LDX: u8 = 0x01;
 pub(crate) const CLASS_ST: u8 = 0x02;
 pub(crate) const CLASS_STX: u8 = 0x03;
 pub(crate) const CLASS_ALU: u8 = 0x04;
-const CLASS_JMP: u8 = 0x05;
+pub(crate) const CLASS_JMP: u8 = 0x05;
 pub(crate) const CLASS_ALU64: u8 = 0x07;
-const SRC_X: u8 = 0x08;
+pub(crate) const SRC_X: u8 = 0x08;
 const OP_CALL: u8 = 0x80;
 pub(crate) const LD_IMM64: u8 = 0x18;
 

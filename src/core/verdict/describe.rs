@@ -105,20 +105,12 @@ impl Text<'_, '_, '_, '_> {
 
     /// `relo #N field_exists(struct task.field)`.
     fn relo_name(&self, f: &mut fmt::Formatter<'_>, relocation: Option<usize>) -> fmt::Result {
-        match relocation {
-            Some(r) if self.relocated.relocations.get(r).is_some() => {
-                self.relo_number_bare(f, r)?;
-                f.write_str(" ")?;
-                self.relocation(f, r)
+        match relocation.and_then(|r| Some((r, self.relocated.relocations.get(r)?))) {
+            Some((index, r)) => {
+                write!(f, "relo #{} ", r.relo)?;
+                self.relocation(f, index)
             }
-            _ => f.write_str("(no relocation)"),
-        }
-    }
-
-    fn relo_number_bare(&self, f: &mut fmt::Formatter<'_>, r: usize) -> fmt::Result {
-        match self.relocated.relocations.get(r) {
-            Some(r) => write!(f, "relo #{}", r.relo),
-            None => Ok(()),
+            None => f.write_str("(no relocation)"),
         }
     }
 

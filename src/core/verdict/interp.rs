@@ -15,26 +15,20 @@
 //! `Vec`: nothing recurses on the Rust stack.
 
 use super::{Branch, Operand};
-use crate::core::patch::POISON_HELPER_ID;
+use crate::core::patch::{
+    CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_LD, CLASS_LDX, CLASS_ST, CLASS_STX, LD_IMM64,
+    POISON_HELPER_ID, SRC_X,
+};
 use crate::error::{Error, Result};
 use crate::fallible;
 use crate::object::Insn;
 use alloc::vec::Vec;
 use hashbrown::{HashMap, HashSet};
 
-const CLASS_LD: u8 = 0x00;
-const CLASS_LDX: u8 = 0x01;
-const CLASS_ST: u8 = 0x02;
-const CLASS_STX: u8 = 0x03;
-const CLASS_ALU: u8 = 0x04;
-const CLASS_JMP: u8 = 0x05;
 const CLASS_JMP32: u8 = 0x06;
-const CLASS_ALU64: u8 = 0x07;
-const SRC_X: u8 = 0x08;
 const MODE_MEM: u8 = 0x60;
 const MODE_MEMSX: u8 = 0x80;
 const MODE_ATOMIC: u8 = 0xc0;
-const LD_IMM64: u8 = 0x18;
 const OP_JA: u8 = 0x00;
 const OP_CALL: u8 = 0x80;
 const OP_EXIT: u8 = 0x90;
@@ -138,10 +132,14 @@ enum Value {
     LoadTime { at: u32 },
     /// A pointer into load-time data, or an extern's address (`nullable`).
     LoadTimePtr { at: u32, nullable: bool },
-    /// A non-null pointer this pass does not follow (context, map value).
-    Pointer,
+    /// A pointer this pass does not follow: a map value (`non_null`, as the verifier's
+    /// `reg_not_null` says), the context or anything derived from a pointer.
+    Pointer { non_null: bool },
     /// A pointer into frame `frame`'s stack, `off` bytes from its frame pointer.
     Stack { frame: u8, off: i32 },
+    /// A pointer into frame `frame`'s stack at an offset this pass does not know: a write
+    /// through it may change any slot.
+    StackAt { frame: u8 },
     /// A sub-program's address (callback), by first instruction.
     Func { start: u32 },
 }
@@ -327,11 +325,11 @@ pub(super) fn explore(code: &Code<'_>, budget: Budget) -> Result<Outcome> {
             ..Outcome::default()
         },
     };
-    // The program's context is a non-null pointer.
+    // The program's context: a pointer the verifier does not branch on.
     explorer.run(
         0,
         [
-            Value::Pointer,
+            Value::Pointer { non_null: false },
             Value::Uninit,
             Value::Uninit,
             Value::Uninit,
@@ -347,6 +345,36 @@ pub(super) fn explore(code: &Code<'_>, budget: Budget) -> Result<Outcome> {
         explorer.run(start, [Value::Unknown; 5])?;
     }
     Ok(explorer.out)
+}
+
+/// Whether `insn` is libbpf's poisoned instruction: a call to helper `POISON_HELPER_ID`.
+pub(super) fn is_poison(insn: &Insn) -> bool {
+    insn.code == CLASS_JMP | OP_CALL && insn.src_reg == 0 && insn.imm == POISON_HELPER_ID
+}
+
+/// The static successors of instruction `pc`, paths or not: fall-through, jump target, callee
+/// or callback.
+pub(super) fn successors(insns: &[Insn], pc: u32) -> [Option<u32>; 2] {
+    let Some(insn) = insns.get(pc as usize) else {
+        return [None, None];
+    };
+    let at = |off: i64| u32::try_from(i64::from(pc) + off + 1).ok();
+    let class = insn.code & 0x07;
+    match (class, insn.code & 0xf0) {
+        (CLASS_LD, _) if insn.code == LD_IMM64 => {
+            let callback = (insn.src_reg == PSEUDO_FUNC)
+                .then(|| at(i64::from(insn.imm)))
+                .flatten();
+            [at(1), callback]
+        }
+        (CLASS_JMP32, OP_JA) => [at(i64::from(insn.imm)), None],
+        (CLASS_JMP, OP_JA) => [at(i64::from(insn.off)), None],
+        (CLASS_JMP, OP_EXIT) => [None, None],
+        (CLASS_JMP, OP_CALL) if insn.src_reg == PSEUDO_CALL => [at(0), at(i64::from(insn.imm))],
+        (CLASS_JMP, OP_CALL) => [at(0), None],
+        (CLASS_JMP | CLASS_JMP32, _) => [at(0), at(i64::from(insn.off))],
+        _ => [at(0), None],
+    }
 }
 
 /// `value` truncated to `bytes` bytes, sign-extended when `signed`.
@@ -572,7 +600,8 @@ impl Explorer<'_> {
                         nullable: true,
                     },
                     (0, Annotation::None) => Value::known(imm),
-                    _ => Value::Pointer,
+                    (0, Annotation::RuntimeData) => Value::Pointer { non_null: true },
+                    _ => Value::Pointer { non_null: false },
                 };
                 set(frame, dst, value);
                 path.state.pc = pc.wrapping_add(2);
@@ -622,14 +651,18 @@ impl Explorer<'_> {
                     }
                 }
                 let is_load = mode == MODE_ATOMIC && insn.imm == LOAD_ACQUIRE;
-                if let (Value::Stack { frame: f, off }, false) = (target, is_load) {
-                    write_stack(
+                match (target, is_load) {
+                    (Value::Stack { frame: f, off }, false) => write_stack(
                         &mut path.state.frames,
                         f,
                         off.saturating_add(i32::from(insn.off)),
                         size,
                         stored,
-                    )?;
+                    )?,
+                    (Value::StackAt { frame: f }, false) => {
+                        clobber_frame(&mut path.state.frames, f);
+                    }
+                    _ => {}
                 }
                 path.state.pc = next;
             }
@@ -730,7 +763,12 @@ impl Explorer<'_> {
                         Ok(Step::Next)
                     }
                     None => {
-                        let load_time = branch.left.load_time || branch.right.load_time;
+                        // Load-time only when the loader's values alone decide it: against a
+                        // runtime value the verifier explores both edges whatever they are.
+                        let settled = |o: &Operand| o.load_time || o.value.is_some();
+                        let load_time = (branch.left.load_time || branch.right.load_time)
+                            && settled(&branch.left)
+                            && settled(&branch.right);
                         self.fork(path, branch, taken_to, load_time)
                     }
                 }
@@ -815,7 +853,7 @@ impl Explorer<'_> {
             path.state.pc = start;
             return Ok(Step::Next);
         }
-        if insn.src_reg == 0 && insn.imm == POISON_HELPER_ID {
+        if is_poison(&insn) {
             self.reached(path)?;
             return Ok(Step::End);
         }
@@ -923,8 +961,13 @@ fn clobber_args(frames: &mut [Frame], sized: bool) -> Result<()> {
         return Ok(());
     };
     for r in 1..=5 {
-        let Value::Stack { frame, off } = regs[r] else {
-            continue;
+        let (frame, off) = match regs[r] {
+            Value::Stack { frame, off } => (frame, off),
+            Value::StackAt { frame } => {
+                clobber_frame(frames, frame);
+                continue;
+            }
+            _ => continue,
         };
         let size = match (sized, regs.get(r + 1)) {
             (true, Some(Value::Const { value, .. })) if *value <= STACK_SIZE as u64 => {
@@ -957,6 +1000,15 @@ fn clobber_args(frames: &mut [Frame], sized: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A write at an offset this pass does not know: every slot of the frame may have changed.
+fn clobber_frame(frames: &mut [Frame], frame: u8) {
+    if let Some(frame) = frames.get_mut(usize::from(frame)) {
+        for (_, slot) in frame.stack.iter_mut() {
+            *slot = EMPTY_SLOT;
+        }
+    }
 }
 
 fn alu_value(insn: Insn, is32: bool, op: u8, dst: Value, src: Value) -> Value {
@@ -1012,17 +1064,30 @@ fn alu_value(insn: Insn, is32: bool, op: u8, dst: Value, src: Value) -> Value {
                     delta
                 };
                 i32::try_from(i64::from(off).saturating_add(delta))
-                    .map_or(Pointer, |off| Stack { frame, off })
+                    .map_or(StackAt { frame }, |off| Stack { frame, off })
             }
             (LoadTimePtr { at, nullable }, Const { .. })
                 if !is32 && (op == OP_ADD || op == OP_SUB) =>
             {
                 LoadTimePtr { at, nullable }
             }
-            (Pointer | Stack { .. } | LoadTimePtr { .. } | Func { .. }, _)
+            // A map value stays one at any offset; the rest (context, stack at an unknown
+            // offset, function) the verifier does not call non-null.
+            (Pointer { non_null }, _) if !is32 && (op == OP_ADD || op == OP_SUB) => {
+                Pointer { non_null }
+            }
+            (LoadTimePtr { nullable, .. }, _) if !is32 && (op == OP_ADD || op == OP_SUB) => {
+                Pointer {
+                    non_null: !nullable,
+                }
+            }
+            (Stack { frame, .. } | StackAt { frame }, _)
                 if !is32 && (op == OP_ADD || op == OP_SUB) =>
             {
-                Pointer
+                StackAt { frame }
+            }
+            (Func { .. }, _) if !is32 && (op == OP_ADD || op == OP_SUB) => {
+                Pointer { non_null: false }
             }
             _ => Unknown,
         },
@@ -1034,12 +1099,11 @@ fn decide(op: u8, is32: bool, left: Value, right: Value) -> Option<bool> {
     use Value::*;
     const OP_JEQ: u8 = 0x10;
     const OP_JNE: u8 = 0x50;
+    // `reg_not_null`: map values, not the context, the stack or a function.
     let non_null = |v: Value| {
         matches!(
             v,
-            Pointer
-                | Stack { .. }
-                | Func { .. }
+            Pointer { non_null: true }
                 | LoadTimePtr {
                     nullable: false,
                     ..

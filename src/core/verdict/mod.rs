@@ -8,6 +8,14 @@
 //! relocate to a constant the verifier branches on, and it never visits the dead edge. The
 //! `interp` pass follows the verifier's exploration over the relocated, assembled
 //! instructions and says which poisons it reaches, and through which branches.
+//!
+//! Limits, where the verifier knows more than this pass: it tracks ranges and known bits of
+//! unknown scalars (`r0 &= 1; if r0 > 1` is decided there, forked here) and prunes states by
+//! subsumption rather than equality; a pointer is known non-null only against 0 with a 64-bit
+//! `==`/`!=`. Each can turn a `loads` of the kernel into `rejected` (or `unknown`, when the
+//! budget runs out) here, never the other way: a constant is kept only where the verifier
+//! keeps it (registers, 8-byte aligned stack spills, zeroed stack bytes, static calls'
+//! return values), and every value this pass does not follow is unknown.
 
 mod describe;
 mod interp;
@@ -15,7 +23,7 @@ mod interp;
 pub use describe::describe;
 
 use crate::btf::Btf;
-use crate::core::patch::{POISON_HELPER_ID, Patched};
+use crate::core::patch::{LD_IMM64, Patched};
 use crate::core::relocate::RelocatedObject;
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -23,22 +31,13 @@ use crate::object::assemble::{AssembledProgram, SectionCode, assemble_all};
 use crate::object::{BpfObject, INSN_SIZE, Insn};
 use alloc::vec::Vec;
 use hashbrown::HashMap;
-use interp::{Annotation, Budget, Code};
+use interp::{Annotation, Budget, Code, is_poison, successors};
 
 /// Instructions the exploration may execute over all paths of one program (the verifier's own
 /// limit, `BPF_COMPLEXITY_LIMIT_INSNS`).
 const VISIT_BUDGET: u32 = 1_000_000;
 /// States remembered at forks, per program.
 const STATE_BUDGET: usize = 65_536;
-
-/// `BPF_JMP | BPF_CALL`.
-const CALL: u8 = 0x85;
-/// `BPF_LD | BPF_IMM | BPF_DW`.
-const LD_IMM64: u8 = 0x18;
-/// `src_reg` of a call to a BPF function.
-const PSEUDO_CALL: u8 = 1;
-/// `src_reg` of an `ld_imm64` of a BPF function's address.
-const PSEUDO_FUNC: u8 = 4;
 
 /// Whether the kernel will load a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -338,10 +337,6 @@ fn annotations(
     Ok(out)
 }
 
-fn is_poison(insn: &Insn) -> bool {
-    insn.code == CALL && insn.src_reg == 0 && insn.imm == POISON_HELPER_ID
-}
-
 /// Explore `assembled`, push the evidence for each poisoned instruction and return the verdict.
 fn analyse(
     obj: &BpfObject<'_>,
@@ -400,49 +395,40 @@ fn analyse(
             continue;
         }
         let relocation = relocation_at(pc);
-        let reaches = outcome.reached.iter().filter(|r| r.poison == pc);
-        let mut any = false;
-        for reach in reaches {
-            any = true;
-            let decided_either_way = reach
-                .load_time
-                .is_some_and(|l| l.sole && either_way.contains(&l.branch.insn));
-            let item = match reach.load_time.filter(|_| !decided_either_way) {
-                None => {
-                    verdict = Verdict::Rejected;
-                    Evidence::Reached {
-                        poison: pc,
-                        relocation,
-                        forks: fallible::to_vec(&reach.forks)?,
-                    }
-                }
-                Some(edge) => {
-                    if verdict == Verdict::Loads {
-                        verdict = Verdict::Unknown;
-                    }
-                    Evidence::LoadTime {
-                        poison: pc,
-                        relocation,
-                        branch: edge.branch,
-                    }
-                }
-            };
-            fallible::push(evidence, item)?;
-        }
-        if any {
+        // One item per poison: a path that reaches it whatever the loader sets, else one
+        // that depends on the loader, else the guard that made it dead.
+        let reaches = || outcome.reached.iter().filter(|r| r.poison == pc);
+        let unconditional = reaches().find(|r| {
+            r.load_time
+                .is_none_or(|l| l.sole && either_way.contains(&l.branch.insn))
+        });
+        let item = if let Some(reach) = unconditional {
+            verdict = Verdict::Rejected;
+            Evidence::Reached {
+                poison: pc,
+                relocation,
+                forks: fallible::to_vec(&reach.forks)?,
+            }
+        } else if let Some(edge) = reaches().find_map(|r| r.load_time) {
+            if verdict == Verdict::Loads {
+                verdict = Verdict::Unknown;
+            }
+            Evidence::LoadTime {
+                poison: pc,
+                relocation,
+                branch: edge.branch,
+            }
+        } else if let Some(&Some((guard, dead))) = guards.get(pc as usize) {
+            Evidence::Guarded {
+                poison: pc,
+                relocation,
+                guard,
+                dead,
+            }
+        } else {
             continue;
-        }
-        if let Some(&Some((guard, dead))) = guards.get(pc as usize) {
-            fallible::push(
-                evidence,
-                Evidence::Guarded {
-                    poison: pc,
-                    relocation,
-                    guard,
-                    dead,
-                },
-            )?;
-        }
+        };
+        fallible::push(evidence, item)?;
     }
     if outcome.exhausted {
         if verdict == Verdict::Loads {
@@ -494,33 +480,6 @@ fn dead_code_guards(
         }
     }
     Ok(label)
-}
-
-/// The static successors of instruction `pc`: fall-through, jump target, callee or callback.
-fn successors(insns: &[Insn], pc: u32) -> [Option<u32>; 2] {
-    let Some(insn) = insns.get(pc as usize) else {
-        return [None, None];
-    };
-    let at = |off: i64| u32::try_from(i64::from(pc) + off + 1).ok();
-    let class = insn.code & 0x07;
-    let op = insn.code & 0xf0;
-    match class {
-        0x00 if insn.code == LD_IMM64 => {
-            let callback = (insn.src_reg == PSEUDO_FUNC)
-                .then(|| at(i64::from(insn.imm)))
-                .flatten();
-            [at(1), callback]
-        }
-        0x05 | 0x06 => match op {
-            0x00 if class == 0x06 => [at(i64::from(insn.imm)), None],
-            0x00 => [at(i64::from(insn.off)), None],
-            0x90 => [None, None],
-            0x80 if insn.src_reg == PSEUDO_CALL => [at(0), at(i64::from(insn.imm))],
-            0x80 => [at(0), None],
-            _ => [at(0), at(i64::from(insn.off))],
-        },
-        _ => [at(0), None],
-    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! verifier reaches or prunes; the expected outcome is worked out by hand from the ISA and the
 //! verifier's rules (`is_branch_taken`, stack spill tracking, calls).
 
+use super::dead_code_guards;
 use super::interp::{Annotation, Budget, Code, Outcome, explore};
-use super::{POISON_HELPER_ID, dead_code_guards};
+use crate::core::patch::POISON_HELPER_ID;
 use crate::object::Insn;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -335,6 +336,31 @@ fn static_calls_return_their_value_global_calls_do_not() {
 }
 
 #[test]
+fn a_write_at_an_unknown_stack_offset_forgets_the_frame() {
+    // *(u64 *)(fp - 8) = 1; r1 = fp - 16; r1 += r0 (unknown); *(u8 *)(r1 + 0) = 7;
+    // r2 = *(u64 *)(fp - 8); if r2 != 0 goto +1; poison; exit.  The verifier marks the bytes
+    // the write may reach as misc, so the spilled 1 is no longer known.
+    let p = [
+        helper(7),
+        insn(0x7a, 10, 0, -8, 1),
+        mov64_reg(1, 10),
+        insn(0x07, 1, 0, 0, -16),
+        insn(0x0f, 1, 0, 0, 0),
+        insn(0x72, 1, 0, 0, 7),
+        insn(0x79, 2, 10, -8, 0),
+        insn(0x55, 2, 0, 1, 0),
+        poison(),
+        mov64(0, 0),
+        exit(),
+    ];
+    assert_eq!(reached(&run(&p)), [8]);
+    // At a known offset the write leaves the other slot alone.
+    let mut known = p;
+    known[4] = insn(0x07, 1, 0, 0, 0);
+    assert_eq!(reached(&run(&known)), [] as [u32; 0]);
+}
+
+#[test]
 fn poison_in_a_stack_pointer_argument_written_by_a_callee() {
     // main: *(u64 *)(fp - 8) = 0; r1 = fp - 8; call sub; r1 = *(fp - 8); if r1 == 0 goto +1;
     // poison; exit.  sub writes 1 through its argument, so the poison is reached.
@@ -387,6 +413,22 @@ fn load_time_values_make_load_time_branches() {
     assert_eq!(reach.poison, 4);
     let edge = reach.load_time.expect("past a load-time branch");
     assert_eq!((edge.branch.insn, edge.taken, edge.sole), (3, false, true));
+    // Against a runtime value the loader's value decides nothing (fsslower's
+    // `delta >= min_lat_ns`): a plain fork.
+    let mut vs_runtime: Vec<Insn> = ld_imm64(6, 0, 0).to_vec();
+    vs_runtime.extend([
+        insn(0x61, 6, 6, 0, 0),
+        helper(7),
+        insn(0x3d, 0, 6, 1, 0), // if r0 >= r6 goto +1
+        poison(),
+        mov64(0, 0),
+        exit(),
+    ]);
+    let outcome = run_with(&vs_runtime, &[(0, Annotation::LoadTimeData)], &[]);
+    let reach = outcome.reached.first().expect("reached");
+    assert_eq!(reach.poison, 5);
+    assert!(reach.load_time.is_none());
+    assert!(reach.forks[0].right.load_time, "r6 is the load-time value");
     // Runtime data (a map value) is just unknown: the same path is a plain fork.
     let outcome = run_with(&p, &[(0, Annotation::RuntimeData)], &[]);
     assert!(
@@ -412,6 +454,27 @@ fn load_time_values_make_load_time_branches() {
             .forks
             .is_empty()
     );
+}
+
+#[test]
+fn only_map_values_are_non_null() {
+    // `if rX == 0 goto +1; poison; exit`: the poison is reached either way; with rX a map
+    // value the verifier decides the branch (no fork), with the context, a stack pointer or a
+    // callback address, which its `reg_not_null` does not know to be non-null, it forks.
+    let forks_on = |setup: &[Insn], reg: u8, annotated: &[(usize, Annotation)]| {
+        let mut p: Vec<Insn> = setup.to_vec();
+        p.extend([insn(0x15, reg, 0, 1, 0), poison(), mov64(0, 0), exit()]);
+        let outcome = run_with(&p, annotated, &[]);
+        let reach = outcome.reached.first().expect("reached");
+        assert_eq!(reach.poison as usize, setup.len() + 1);
+        !reach.forks.is_empty()
+    };
+    let map_value = ld_imm64(1, 0, 0);
+    assert!(!forks_on(&map_value, 1, &[(0, Annotation::RuntimeData)]));
+    assert!(forks_on(&[], 1, &[]), "the context");
+    let fp_minus_8 = [mov64_reg(2, 10), insn(0x07, 2, 0, 0, -8)];
+    assert!(forks_on(&fp_minus_8, 2, &[]), "fp - 8");
+    assert!(forks_on(&ld_imm64(3, 4, 4), 3, &[]), "a function");
 }
 
 #[test]
@@ -452,4 +515,86 @@ fn a_dead_edge_labels_the_code_behind_it() {
     let (guard, dead) = labels[5].expect("guarded");
     assert_eq!((guard.insn, dead), (1, 4));
     assert!(labels[2].is_none(), "visited code has no guard");
+}
+
+#[test]
+fn arbitrary_instructions_never_panic_and_stay_in_budget() {
+    // xorshift64: a fixed, dependency-free stream of instruction soup: mostly valid opcodes of
+    // every class (any byte now and then), registers mostly r0-r10 (past it now and then),
+    // offsets and immediates small enough to land inside the program, poisons among the calls.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut codes: Vec<u8> = vec![0x18, 0x85, 0x95, 0xc3, 0xdb, 0xd4, 0xdc, 0xd7, 0x87, 0x84];
+    for class in [0x04, 0x07, 0x05, 0x06] {
+        for op in (0x00..=0xd0).step_by(0x10) {
+            codes.extend([class | op, class | op | 0x08]);
+        }
+    }
+    for size in [0x00, 0x08, 0x10, 0x18] {
+        codes.extend([0x61 | size, 0x81 | size, 0x62 | size, 0x63 | size]);
+    }
+    let budget = Budget {
+        visits: 5_000,
+        states: 200,
+    };
+    let mut total_visits = 0;
+    for _ in 0..2_000 {
+        let len = (next() % 48 + 1) as usize;
+        let insns: Vec<Insn> = (0..len)
+            .map(|_| {
+                let r = next();
+                let code = if r % 32 == 0 {
+                    (r >> 8) as u8
+                } else {
+                    codes[(r >> 8) as usize % codes.len()]
+                };
+                let reg = |bits: u64| {
+                    if r % 16 == 1 {
+                        bits as u8 & 0x0f
+                    } else {
+                        (bits % 11) as u8
+                    }
+                };
+                let imm = match (code, (r >> 40) % 4) {
+                    (0x85, 0) => POISON_HELPER_ID,
+                    (0x85, _) => (r >> 44) as i32 % 8,
+                    _ if r >> 63 == 0 => ((r >> 32) as i32) % 16,
+                    _ => (r >> 32) as i32,
+                };
+                let src = if code == 0x85 || code == 0x18 {
+                    ((r >> 12) % 5) as u8
+                } else {
+                    reg(r >> 12)
+                };
+                insn(code, reg(r >> 16), src, ((r >> 20) as i16) % 6, imm)
+            })
+            .collect();
+        let annotations: Vec<Annotation> = (0..len)
+            .map(|i| match next() % 8 {
+                0 => Annotation::Relocated(i as u32),
+                1 => Annotation::LoadTimeData,
+                2 => Annotation::Extern,
+                3 => Annotation::RuntimeData,
+                _ => Annotation::None,
+            })
+            .collect();
+        let globals = [(next() % len as u64) as u32];
+        let code = Code {
+            insns: &insns,
+            annotations: &annotations,
+            global_subprogs: &globals,
+        };
+        let outcome = explore(&code, budget).expect("explores");
+        assert!(outcome.visits <= budget.visits);
+        assert!(outcome.reached.iter().all(|r| (r.poison as usize) < len));
+        dead_code_guards(&insns, &outcome).expect("labels");
+        total_visits += outcome.visits;
+    }
+    // The soup gets somewhere: dozens of instructions per program on average.
+    assert!(total_visits > 100_000, "{total_visits}");
 }

@@ -12,7 +12,8 @@
  *             guard_shared
  *   rejected: shared_unguarded (reads through the same sub-program as
  *             guard_shared, unguarded), loop_poison (poison in a bpf_loop
- *             callback), unguarded
+ *             callback), unguarded, guard_global (the guard returned by a
+ *             global function, whose return value the verifier does not know)
  *   unknown:  rodata_flag (a const volatile flag the loader may set)
  *
  * Loadable by the running kernel with btf_custom_path = btf__guards.btf.
@@ -88,14 +89,17 @@ int guard_type(void *ctx)
 	return 0;
 }
 
+/* GD_A matches, so the minimized BTF keeps enum gd_state (and libbpf with it
+ * reports GD_GONE's poison as `no_match`, as with the full BTF). */
 SEC("raw_tp/sys_enter")
 int guard_enum(void *ctx)
 {
 	if (bpf_core_enum_value_exists(enum gd_state, GD_GONE))
 		return bpf_core_enum_value(enum gd_state, GD_GONE);
-	return 0;
+	return bpf_core_enum_value(enum gd_state, GD_A);
 }
 
+/* `a` matches, so the minimized BTF keeps gd_shape (as guard_enum). */
 SEC("raw_tp/sys_enter")
 int guard_matches(void *ctx)
 {
@@ -103,7 +107,7 @@ int guard_matches(void *ctx)
 
 	if (bpf_core_type_matches(struct gd_shape))
 		return BPF_CORE_READ(s, c);
-	return 0;
+	return BPF_CORE_READ(s, a);
 }
 
 /* The guard lives in an 8-byte stack slot across helper calls (volatile
@@ -197,6 +201,30 @@ int rodata_flag(void *ctx)
 	if (use_gone)
 		return BPF_CORE_READ(t, gone);
 	return BPF_CORE_READ(t, tgid);
+}
+
+/* The same guard in a global function: the verifier checks it on its own and
+ * its caller sees an unknown return value, so the poison is reached. */
+__noinline int gone_exists_global(int unused)
+{
+	return bpf_core_field_exists(struct gd_task, gone) + unused;
+}
+
+SEC("raw_tp/sys_exit")
+int guard_global(void *ctx)
+{
+	struct gd_task *t = TASK;
+
+	if (gone_exists_global(0))
+		return BPF_CORE_READ(t, gone);
+	return 0;
+}
+
+/* Called by no entry program: libbpf appends it nowhere, so its relocation is
+ * charged to none. */
+__noinline int never_called(int x)
+{
+	return bpf_core_field_exists(struct gd_task, gone2) + x;
 }
 
 char LICENSE[] SEC("license") = "GPL";
