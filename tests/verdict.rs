@@ -8,6 +8,7 @@ use btfgen::btf::Btf;
 use btfgen::core::relocate::{RelocatedObject, relocate_object};
 use btfgen::core::verdict::{EntryProgram, Evidence, Verdict, callers, describe, entry_programs};
 use btfgen::core::{CandidateIndex, Targets};
+use btfgen::log::LibbpfLog;
 use btfgen::object::BpfObject;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,7 +34,7 @@ fn with_verdicts(
     let target = Btf::parse(target_bytes).unwrap();
     let targets = Targets::new(&target);
     let mut index = CandidateIndex::new();
-    let relocated = relocate_object(&obj, &local, &targets, &mut index).unwrap();
+    let relocated = relocate_object(&obj, &local, &targets, &mut index, &mut LibbpfLog).unwrap();
     let programs = entry_programs(&obj, &local, &relocated).unwrap();
     let text = |e: &Evidence| describe(e, &local, &relocated).to_string();
     check(&programs, &text, &relocated);

@@ -420,7 +420,10 @@ pub unsafe extern "C" fn bpf_object__reloc_info_gen(
 /// `unknown`, `failed`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(non_camel_case_types, reason = "C enumerators, as libbpf names its own")]
+#[allow(
+    non_camel_case_types,
+    reason = "C enumerators, as libbpf names its own"
+)]
 pub enum btfgen_verdict {
     /// No relocation failed and no poisoned instruction is reachable: the program loads (as far
     /// as CO-RE decides).
