@@ -9,6 +9,7 @@ pub mod min_core_btf;
 pub mod modules;
 pub mod relocate;
 pub mod report;
+pub mod select;
 
 use btfgen::btf::{Btf, NameFilter, Validation};
 use btfgen::core::relocate::local_type_names;

@@ -318,7 +318,11 @@ impl Stream for Gzip<'_> {
                 break;
             }
             // The window wraps: start again at 0 when it is full.
-            let pos = if self.end == DEFLATE_WINDOW { 0 } else { self.end };
+            let pos = if self.end == DEFLATE_WINDOW {
+                0
+            } else {
+                self.end
+            };
             let (status, used, written) = miniz_oxide::inflate::core::decompress(
                 &mut self.state,
                 self.input,
@@ -383,19 +387,16 @@ impl Stream for Xz<'_, '_> {
         let mut filled = 0usize;
         while filled < buf.len() && !self.done {
             let dest = buf.get_mut(filled..).unwrap_or_default();
-            let result = self
-                .decoder
-                .decode(self.input, dest)
-                .map_err(|e| match e {
-                    xz4rust::XzError::NeedsLargerInputBuffer => {
-                        bad(self.consumed as u64, "truncated xz stream")
-                    }
-                    xz4rust::XzError::DictionaryTooLarge(_) => bad(
-                        self.consumed as u64,
-                        "xz block needs a larger dictionary than the first",
-                    ),
-                    _ => bad(self.consumed as u64, "corrupt xz stream"),
-                })?;
+            let result = self.decoder.decode(self.input, dest).map_err(|e| match e {
+                xz4rust::XzError::NeedsLargerInputBuffer => {
+                    bad(self.consumed as u64, "truncated xz stream")
+                }
+                xz4rust::XzError::DictionaryTooLarge(_) => bad(
+                    self.consumed as u64,
+                    "xz block needs a larger dictionary than the first",
+                ),
+                _ => bad(self.consumed as u64, "corrupt xz stream"),
+            })?;
             let used = result.input_consumed();
             self.input = self.input.get(used..).unwrap_or_default();
             self.consumed = self.consumed.saturating_add(used);
@@ -582,7 +583,10 @@ impl<'s> Tar<'s> {
                 }
             }
         }
-        Err(bad(self.offset, "too many extension records before an entry"))
+        Err(bad(
+            self.offset,
+            "too many extension records before an entry",
+        ))
     }
 }
 
@@ -774,8 +778,11 @@ mod tests {
             (e.distro(), e.version(), e.arch(), e.release()),
             ("ubuntu", "20.04", "x86_64", "5.4.0-1-generic")
         );
-        let e = Entry::new("rhel/8/arm64/4.18.0-80.el8.aarch64.btf.tar.xz".into(), String::new())
-            .unwrap();
+        let e = Entry::new(
+            "rhel/8/arm64/4.18.0-80.el8.aarch64.btf.tar.xz".into(),
+            String::new(),
+        )
+        .unwrap();
         assert_eq!(e.release(), "4.18.0-80.el8.aarch64");
         assert_eq!(e.distro(), "rhel");
         assert!(Entry::new("by-hash/ab.btf".into(), String::new()).is_none());

@@ -196,7 +196,13 @@ pub fn folders(os: &OsRelease, machine: &str) -> Result<Vec<Folder>> {
 
 /// Add `distro/version/machine`, then the same with BTFHub's machine folder if it differs,
 /// unless already listed (an earlier rule reached it first).
-fn add(out: &mut Vec<Folder>, distro: &str, version: &str, machine: &str, rule: Rule) -> Result<()> {
+fn add(
+    out: &mut Vec<Folder>,
+    distro: &str,
+    version: &str,
+    machine: &str,
+    rule: Rule,
+) -> Result<()> {
     let alias = arch_folder(machine);
     let arches: &[(&str, bool)] = if alias == machine {
         &[(machine, false)]

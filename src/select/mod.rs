@@ -11,6 +11,8 @@
 //! nearest entries. Never a different kernel release, except through `series`.
 
 pub mod archive;
+#[cfg(feature = "std")]
+pub mod host;
 pub mod identity;
 pub mod os_release;
 
@@ -193,6 +195,11 @@ pub fn choose(catalogue: &Catalogue, request: &Request<'_>) -> Result<Selection>
         return Ok(selection);
     }
     if !same_name.is_empty() {
+        // By path, whatever the archive's order.
+        same_name.sort_unstable_by(|a, b| {
+            let path = |i: &usize| entries.get(*i).map(|e| e.path.as_str());
+            path(a).cmp(&path(b))
+        });
         selection.neighbours = same_name;
         return Ok(selection);
     }
@@ -211,7 +218,7 @@ pub fn choose(catalogue: &Catalogue, request: &Request<'_>) -> Result<Selection>
     {
         selection.kind = MatchKind::Series;
         selection.entry = Some(below);
-                fallible::push(&mut selection.neighbours, below)?;
+        fallible::push(&mut selection.neighbours, below)?;
         fallible::push(&mut selection.neighbours, above)?;
         return Ok(selection);
     }

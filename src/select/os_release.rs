@@ -48,11 +48,7 @@ impl OsRelease {
             let (key, raw) = line
                 .split_once('=')
                 .ok_or_else(|| bad(number, "not a KEY=VALUE line"))?;
-            if key.is_empty()
-                || !key
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            {
+            if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
                 return Err(bad(number, "invalid key"));
             }
             let field = match key {
@@ -120,7 +116,10 @@ fn unquote(raw: &str, line: usize, out: &mut String) -> Result<()> {
                     .ok_or_else(|| bad(line, "unterminated single quote"))?;
                 let literal = rest.get(..end).unwrap_or_default();
                 fallible::extend_str(out, literal)?;
-                chars = rest.get(end.saturating_add(1)..).unwrap_or_default().chars();
+                chars = rest
+                    .get(end.saturating_add(1)..)
+                    .unwrap_or_default()
+                    .chars();
             }
             '\\' => match chars.next() {
                 Some(e) => push(out, e)?,
@@ -163,7 +162,10 @@ mod tests {
         assert_eq!(os.id_like, "rhel centos");
         assert_eq!(os.version_codename, "a\"b\\c");
         assert_eq!(os.ubuntu_codename, "x y");
-        assert_eq!(os.like().collect::<alloc::vec::Vec<_>>(), ["rhel", "centos"]);
+        assert_eq!(
+            os.like().collect::<alloc::vec::Vec<_>>(),
+            ["rhel", "centos"]
+        );
     }
 
     #[test]
