@@ -7,8 +7,8 @@
 use super::dedup::sha256_hex;
 use super::{CliError, CliResult, context, read_file, write_atomic};
 use btfgen::select::archive::{self, Catalogue};
-use btfgen::select::os_release::OsRelease;
-use btfgen::select::{Key, MatchKind, Request, Selection, choose, host};
+use btfgen::select::host::{self, Host};
+use btfgen::select::{Key, MatchKind, Selection, choose};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -46,37 +46,15 @@ pub struct SelectArgs {
 
 /// Run `btfgen select`.
 pub fn run(args: &SelectArgs) -> CliResult<ExitCode> {
-    let running_release = host::release().map_err(context("/proc/sys/kernel/osrelease"));
-    let release = match &args.release {
-        Some(r) => r.clone(),
-        None => running_release
-            .as_ref()
-            .map_err(|e| CliError(e.0.clone()))?
-            .clone(),
-    };
-    let machine = args.machine.clone().unwrap_or_else(host::machine);
-    let os_text = match &args.os_release {
-        Some(path) => Some(read_file(path)?),
-        None => host::os_release(&args.root).map_err(context(args.root.display()))?,
-    };
-    let os_name = args
-        .os_release
-        .as_ref()
-        .map_or_else(|| args.root.join(host::OS_RELEASE_PATHS[0]), PathBuf::clone);
-    let os = os_text
-        .map(|text| OsRelease::parse(&text))
-        .transpose()
-        .map_err(context(os_name.display()))?;
-    // The root's own BTF describes the running kernel only.
-    let is_running = running_release.as_ref().is_ok_and(|r| *r == release)
-        && args.machine.as_ref().is_none_or(|m| *m == host::machine());
-    let request = Request {
-        os_release: os.as_ref(),
-        release: &release,
-        machine: &machine,
-        native: is_running && host::native(&args.root),
-        series: args.series,
-    };
+    let os_text = args.os_release.as_ref().map(|p| read_file(p)).transpose()?;
+    let host = Host::read(
+        &args.root,
+        args.os_release.as_deref().zip(os_text.as_deref()),
+        args.release.as_deref(),
+        args.machine.as_deref(),
+    )
+    .map_err(|e| CliError(e.to_string()))?;
+    let request = host.request(args.series);
     let name = args.archive.display();
     let (catalogue, bytes) = if request.native {
         (Catalogue::default(), None)
