@@ -42,6 +42,7 @@ mod errno;
 mod files;
 mod handle;
 mod print;
+pub mod select;
 mod session;
 
 use crate::btf::Btf;
