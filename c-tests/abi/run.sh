@@ -409,7 +409,9 @@ if [[ ! -e $arena_target ]]; then
 fi
 case_ arena:vmlinux same arena "$OUT/arena" "${arena_opts[@]}" -- -- "$arena_target" \
     "$DATA/progs/task.bpf.o"
-case_ arena:fixture same arena-fixture "$OUT/arena" -- -- "$DATA/targets/btf__fields.btf" \
+# -s: runtime selection from select_tool's archive, on the arena as well.
+case_ arena:fixture same arena-fixture "$OUT/arena" -s "$OUT/min_btfs.tar.xz" -- -- \
+    "$DATA/targets/btf__fields.btf" \
     "$DATA/progs/fields.bpf.o"
 case_ budget:vmlinux same budget-vmlinux "$OUT/budget" -- -- "$VMLINUX" \
     "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"

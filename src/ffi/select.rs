@@ -126,7 +126,10 @@ fn c_string(s: &str) -> Result<CString, Errno> {
 ///
 /// `opts` must be NULL or valid for reading `opts->sz` bytes, its strings NULL or
 /// NUL-terminated.
-unsafe fn select(archive: &[u8], opts: *const btfgen_select_opts) -> Result<btfgen_selection, Errno> {
+unsafe fn select(
+    archive: &[u8],
+    opts: *const btfgen_select_opts,
+) -> Result<btfgen_selection, Errno> {
     // SAFETY: the caller's contract.
     let sz = unsafe { opts_size(opts.cast(), SELECT_OPTS_KNOWN_END) }?.unwrap_or(0);
     let field = |end: usize| sz >= end;
@@ -141,8 +144,12 @@ unsafe fn select(archive: &[u8], opts: *const btfgen_select_opts) -> Result<btfg
     };
     let root = read_str(offset_of!(btfgen_select_opts, root));
     let os_release = read_str(offset_of!(btfgen_select_opts, os_release));
-    let release = read_str(offset_of!(btfgen_select_opts, release)).map(utf8).transpose()?;
-    let machine = read_str(offset_of!(btfgen_select_opts, machine)).map(utf8).transpose()?;
+    let release = read_str(offset_of!(btfgen_select_opts, release))
+        .map(utf8)
+        .transpose()?;
+    let machine = read_str(offset_of!(btfgen_select_opts, machine))
+        .map(utf8)
+        .transpose()?;
     let series = field(SELECT_OPTS_KNOWN_END)
         // SAFETY: see above.
         && unsafe { ptr::addr_of!((*opts).series).read() };
@@ -174,7 +181,10 @@ unsafe fn select(archive: &[u8], opts: *const btfgen_select_opts) -> Result<btfg
     };
     let k = &selection.key;
     let mut key = alloc::string::String::new();
-    for (i, part) in [&k.distro, &k.version, &k.arch, &k.release].into_iter().enumerate() {
+    for (i, part) in [&k.distro, &k.version, &k.arch, &k.release]
+        .into_iter()
+        .enumerate()
+    {
         if i > 0 {
             fallible::extend_str(&mut key, "/")?;
         }
