@@ -88,6 +88,8 @@ impl core::fmt::Display for HostError {
     }
 }
 
+impl std::error::Error for HostError {}
+
 impl Host {
     /// The identity of the machine whose files are under `root`, each part overridable:
     /// `os_release` (a name for messages and the text; else `ROOT/etc/os-release`, then
