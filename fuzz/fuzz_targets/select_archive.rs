@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
                 continue;
             };
             if let Some(entry) = selection.entry.and_then(|i| catalogue.entries.get(i)) {
-                assert_eq!(entry.release().is_empty(), false);
+                assert!(!entry.release().is_empty());
                 let _ = Catalogue::extract(data, entry);
             }
         }

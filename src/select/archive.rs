@@ -733,6 +733,10 @@ pub fn read_dir(root: &std::path::Path) -> std::io::Result<Catalogue> {
         for item in names {
             let path = item.path();
             let file_type = item.file_type()?;
+            // Hidden files: batch's temporaries (`.NAME.tmp.PID.N`), editors' leftovers.
+            if item.file_name().as_encoded_bytes().starts_with(b".") {
+                continue;
+            }
             if file_type.is_dir() {
                 if depth < MAX_DEPTH && item.file_name() != by_hash_dir() {
                     stack.push((path, depth.saturating_add(1)));
