@@ -203,6 +203,10 @@ fn add(
     machine: &str,
     rule: Rule,
 ) -> Result<()> {
+    // An empty component (`VERSION_ID=".5"` has no major version) names no folder.
+    if distro.is_empty() || version.is_empty() || machine.is_empty() {
+        return Ok(());
+    }
     let alias = arch_folder(machine);
     let arches: &[(&str, bool)] = if alias == machine {
         &[(machine, false)]
@@ -272,6 +276,15 @@ mod tests {
                 "fedora/8.6/aarch64 id_like",
                 "fedora/8.6/arm64 id_like",
             ]
+        );
+    }
+
+    #[test]
+    fn no_folder_has_an_empty_component() {
+        // Found by the os_release fuzz target: `VERSION_ID=".6"` has no major version.
+        assert_eq!(
+            tried("ID=rocky\nVERSION_ID=.6\n", "x86_64"),
+            ["rocky/.6/x86_64 exact"]
         );
     }
 
