@@ -154,7 +154,7 @@ impl Catalogue {
     }
 
     /// Copy out the BTF of `entry` (second pass): its member's bytes, unpacked when it is a
-    /// BTFHub `.btf.tar.xz`; checked to start with BTF's magic.
+    /// BTFHub `.btf.tar.xz`; validated as BTF.
     pub fn extract(archive: &[u8], entry: &Entry) -> Result<Vec<u8>> {
         let member = member(archive, |name| name == entry.content)?
             .ok_or(bad(0, "the archive lost the member its index names"))?;
@@ -162,7 +162,7 @@ impl Catalogue {
     }
 }
 
-/// A member's bytes as a BTF: unpacked from BTFHub's `.btf.tar.xz`, checked for the magic.
+/// A member's bytes as a BTF: unpacked from BTFHub's `.btf.tar.xz`, validated.
 pub fn unpack_member(name: &str, bytes: Vec<u8>) -> Result<Vec<u8>> {
     let btf = if name.ends_with(PACKED_SUFFIX) {
         member(&bytes, |inner| inner.ends_with(BTF_SUFFIX))?
@@ -173,6 +173,9 @@ pub fn unpack_member(name: &str, bytes: Vec<u8>) -> Result<Vec<u8>> {
     if !btf.starts_with(&BTF_MAGIC) {
         return Err(bad(0, "member is not BTF (bad magic)"));
     }
+    // Validated as any target BTF: a member damaged where the container has no checksum
+    // (gzip's CRC is not checked) is an error here, not a surprise for libbpf.
+    crate::btf::Btf::parse(&btf)?;
     Ok(btf)
 }
 
