@@ -122,6 +122,13 @@ def main():
     for i in range(24):
         size = rng.choice([64, 512, 4096, 16384, 65536])
         add("structured", bytes([i % 6]) + bytes(rng.getrandbits(8) for _ in range(size)))
+    # Committed seeds of the runtime selection targets (fuzz/seeds/TARGET/): real os-release
+    # files (os_release takes a machine-picking byte first) and small archives of each format.
+    for path in sorted((FUZZ / "seeds" / "os_release").iterdir()):
+        for pick in (0, 1, 0x81):
+            add("os_release", bytes([pick]) + path.read_bytes())
+    for path in sorted((FUZZ / "seeds" / "select_archive").iterdir()):
+        add("select_archive", path.read_bytes())
     for d in sorted((FUZZ / "corpus").iterdir()):
         print(f"{d.name}: {len(list(d.iterdir()))} seeds", file=sys.stderr)
 

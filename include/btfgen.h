@@ -69,6 +69,40 @@ typedef int (*libbpf_print_fn_t)(enum libbpf_print_level level, const char *, va
 
 
 /**
+ * How a selection matched (`btfgen select`'s `match`).
+ */
+enum btfgen_match {
+    /**
+     * No entry for this kernel.
+     */
+    BTFGEN_MATCH_NONE = 0,
+    /**
+     * The kernel has its own BTF: nothing to load.
+     */
+    BTFGEN_MATCH_NATIVE = 1,
+    /**
+     * `ID/VERSION_ID/uname -m/uname -r` as they are.
+     */
+    BTFGEN_MATCH_EXACT = 2,
+    /**
+     * After normalizing the version or machine folder (`8.6` → `8`, `aarch64` → `arm64`).
+     */
+    BTFGEN_MATCH_NORMALIZED = 3,
+    /**
+     * Under another distribution (`ID_LIKE`, an Ubuntu derivative, openSUSE Leap on SLES).
+     */
+    BTFGEN_MATCH_LIKE = 4,
+    /**
+     * The kernel release alone (the only kernel of that name for this arch).
+     */
+    BTFGEN_MATCH_RELEASE = 5,
+    /**
+     * Between two neighbours of the same flavour that share one output (`series` option).
+     */
+    BTFGEN_MATCH_SERIES = 6,
+};
+
+/**
  * What the kernel's verifier will do with an entry program relocated against a target
  * (`bpf_reloc_info__prog_verdict()`; `btfgen`'s report calls these `loads`, `rejected`,
  * `unknown`, `failed`).
@@ -125,6 +159,12 @@ struct btf_ext;
  * Created by `bpf_reloc_info__new()`; freed by `bpf_reloc_info__free()`.
  */
 struct btf_reloc_info;
+
+/**
+ * The result of a selection. Created by `btfgen_select_mem()` / `btfgen_select_file()`,
+ * freed by `btfgen_selection__free()`.
+ */
+struct btfgen_selection;
 
 /**
  * Options of `bpf_object__open_file()` and `bpf_object__open_mem()`, laid out exactly as
@@ -296,6 +336,40 @@ struct bpf_prog_load_info {
      * `BPF_PROG_LOAD` as `prog_btf_fd`.
      */
     const void *btf;
+};
+
+/**
+ * Options of the selection functions (libbpf's opts convention: zero it, set `sz` to
+ * `sizeof(struct btfgen_select_opts)`; a `sz` below `sizeof(size_t)` or non-zero bytes past
+ * the fields this library knows are `EINVAL`). Every field may be zero/NULL.
+ */
+struct btfgen_select_opts {
+    /**
+     * Size of this struct, for forward/backward compatibility.
+     */
+    size_t sz;
+    /**
+     * Where the host's files are (default `/`; `/host` in a container that mounts the host
+     * there): `ROOT/etc/os-release`, else `ROOT/usr/lib/os-release`, and
+     * `ROOT/sys/kernel/btf/vmlinux`.
+     */
+    const char *root;
+    /**
+     * os-release text to use instead of the root's (NUL-terminated).
+     */
+    const char *os_release;
+    /**
+     * Kernel release instead of the running kernel's (`uname -r`).
+     */
+    const char *release;
+    /**
+     * Machine instead of the running one's (`uname -m`).
+     */
+    const char *machine;
+    /**
+     * Accept `series` matches (off by default).
+     */
+    bool series;
 };
 
 #ifdef __cplusplus
@@ -662,6 +736,121 @@ int bpf_object__prog_load_info(const struct bpf_object *obj,
                                struct bpf_prog_load_info *info,
                                void *buf,
                                size_t *buf_sz);
+
+/**
+ * Selects, from the archive of `size` bytes at `archive` (embedded in the program with
+ * `ld -r -b binary` or `.incbin`, or read by the caller), the BTF of the running kernel or of
+ * the machine `opts` describes (NULL: this machine, root `/`). The archive is one
+ * `btfgen batch --dedup --archive` writes, a BTFHub tree or bcc's `btfs/` layout, as `.tar`,
+ * `.tar.gz` or `.tar.xz`; it is read in two streaming passes, without inflating more than
+ * its index and the one member.
+ *
+ * Returns the selection (`btfgen_selection__match()` says how it matched; `none` is a
+ * selection too), or NULL with `errno` set: `EINVAL` (NULL `archive`, invalid `opts`, a
+ * corrupt or truncated archive, an unreadable os-release), `E2BIG` (a limit of the archive
+ * reader), `ENOMEM`. Free with `btfgen_selection__free()`.
+ *
+ * # Safety
+ *
+ * `archive` must be valid for reading `size` bytes; `opts` NULL or valid for reading
+ * `opts->sz` bytes, its strings NULL or NUL-terminated.
+ */
+struct btfgen_selection *btfgen_select_mem(const void *archive,
+                                           size_t size,
+                                           const struct btfgen_select_opts *opts);
+
+/**
+ * As `btfgen_select_mem()`, with the archive read from the file at `path`. Also `ENOENT`,
+ * `EISDIR` or another `open`/`read` errno.
+ *
+ * # Safety
+ *
+ * `path` must be NULL or a NUL-terminated string; `opts` as for `btfgen_select_mem()`.
+ */
+struct btfgen_selection *btfgen_select_file(const char *path,
+                                            const struct btfgen_select_opts *opts);
+
+/**
+ * How `sel` matched; `BTFGEN_MATCH_NONE` for NULL (or a pointer this library did not make,
+ * with `errno` = `EINVAL`).
+ *
+ * # Safety
+ *
+ * `sel` must be NULL or a selection not yet freed.
+ */
+enum btfgen_match btfgen_selection__match(const struct btfgen_selection *sel);
+
+/**
+ * The archive entry selected (`ubuntu/20.04/x86_64/5.4.0-100-generic.btf`), or NULL for
+ * `native`, `none` and a NULL `sel`. Valid until `btfgen_selection__free(sel)`.
+ *
+ * # Safety
+ *
+ * `sel` must be NULL or a selection not yet freed.
+ */
+const char *btfgen_selection__entry(const struct btfgen_selection *sel);
+
+/**
+ * The key matched (`DISTRO/VERSION/ARCH/RELEASE`; for `none`, the first one looked for), or
+ * NULL for a NULL `sel`. Valid until `btfgen_selection__free(sel)`.
+ *
+ * # Safety
+ *
+ * `sel` must be NULL or a selection not yet freed.
+ */
+const char *btfgen_selection__key(const struct btfgen_selection *sel);
+
+/**
+ * The selected BTF's bytes, its size in `*size` (if `size` is not NULL); NULL (size 0) for
+ * `native`, `none` and a NULL `sel`. Valid until `btfgen_selection__free(sel)`.
+ *
+ * # Safety
+ *
+ * `sel` must be NULL or a selection not yet freed; `size` NULL or valid for writing.
+ */
+const void *btfgen_selection__btf(const struct btfgen_selection *sel, size_t *size);
+
+/**
+ * Frees `sel`. NULL is a no-op.
+ *
+ * # Safety
+ *
+ * `sel` must be NULL or a selection not yet freed.
+ */
+void btfgen_selection__free(struct btfgen_selection *sel);
+
+/**
+ * libbpf-tools' `ensure_core_btf()` in one call: selects as `btfgen_select_mem()` does and,
+ * unless the kernel has its own BTF, writes the selected BTF to a private temporary file
+ * (`mkstemp` under `$TMPDIR` or `/tmp`, mode 0600) and stores its path in
+ * `*btf_custom_path` (pass `&open_opts.btf_custom_path`). For a `native` kernel
+ * `*btf_custom_path` is set to NULL: libbpf then uses the kernel's BTF.
+ *
+ * Returns 0, or a negative errno: `-ENOENT` (the archive has no BTF for this kernel), and as
+ * `btfgen_select_mem()`; `*btf_custom_path` is then NULL. Undo with
+ * `btfgen_cleanup_core_btf(btf_custom_path)` after `bpf_object__open*()`.
+ *
+ * # Safety
+ *
+ * As `btfgen_select_mem()`; `btf_custom_path` must be valid for reading and writing a
+ * pointer.
+ */
+int btfgen_ensure_core_btf(const void *archive,
+                           size_t size,
+                           const struct btfgen_select_opts *opts,
+                           const char **btf_custom_path);
+
+/**
+ * libbpf-tools' `cleanup_core_btf()`: removes the file `btfgen_ensure_core_btf()` wrote, frees
+ * its path and sets `*btf_custom_path` to NULL. NULL, or a NULL `*btf_custom_path`, is a
+ * no-op.
+ *
+ * # Safety
+ *
+ * `btf_custom_path` must be NULL or valid for reading and writing a pointer that is NULL or
+ * was set by `btfgen_ensure_core_btf()` and not cleaned up since.
+ */
+void btfgen_cleanup_core_btf(const char **btf_custom_path);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -96,6 +96,21 @@ pub enum Error {
         /// Why it is invalid.
         reason: &'static str,
     },
+    /// os-release text (os-release(5)) that cannot be read.
+    BadOsRelease {
+        /// 1-based line number (0: the text as a whole).
+        line: usize,
+        /// Why it is invalid.
+        reason: &'static str,
+    },
+    /// A BTF archive (tar, possibly compressed) that is corrupt or truncated.
+    BadArchive {
+        /// Byte offset in the uncompressed tar stream (or in the compressed input, for a
+        /// decompression error) where the problem was found.
+        offset: u64,
+        /// Why it is invalid.
+        reason: &'static str,
+    },
 }
 
 impl fmt::Display for Error {
@@ -147,6 +162,13 @@ impl fmt::Display for Error {
                     f,
                     "invalid BTF layout section: entry for kind {kind}: {reason}"
                 )
+            }
+            Error::BadOsRelease { line: 0, reason } => write!(f, "invalid os-release: {reason}"),
+            Error::BadOsRelease { line, reason } => {
+                write!(f, "invalid os-release: line {line}: {reason}")
+            }
+            Error::BadArchive { offset, reason } => {
+                write!(f, "invalid BTF archive at byte offset {offset}: {reason}")
             }
         }
     }

@@ -42,6 +42,13 @@ pub fn to_string(s: &str) -> Result<String> {
     Ok(out)
 }
 
+/// Append a string slice to a string, reserving fallibly first.
+pub fn extend_str(out: &mut String, s: &str) -> Result<()> {
+    out.try_reserve(s.len())?;
+    out.push_str(s);
+    Ok(())
+}
+
 /// A `core::fmt::Write` sink over a `String` that reserves fallibly and remembers whether an
 /// allocation failed, so `write!` into it never aborts.
 pub struct StringSink<'a> {

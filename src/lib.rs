@@ -2,7 +2,9 @@
 //!
 //! Pipeline, one module per stage, data flowing one way:
 //! [`btf`] (bytes → validated views; writer) → [`object`] (BPF ELF + `.BTF.ext`) →
-//! [`core`] (CO-RE specs, candidates, matching, results) → [`minimize`] (marks → new BTF).
+//! [`core`] (CO-RE specs, candidates, matching, results) → [`minimize`] (marks → new BTF);
+//! beside it, [`select`] picks, at run time, the minimized BTF of the running kernel from an
+//! archive of them.
 //!
 //! The crate is `#![no_std]` with `alloc`; every allocation is fallible and surfaces as
 //! [`Error::OutOfMemory`], which [`budget`] uses to bound how much a piece of work may take.
@@ -39,5 +41,6 @@ pub mod log;
 pub mod mapped;
 pub mod minimize;
 pub mod object;
+pub mod select;
 
 pub use error::{Error, Result};

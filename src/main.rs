@@ -31,6 +31,8 @@ enum Command {
     MinCoreBtf(cli::min_core_btf::MinCoreBtfArgs),
     /// Minimize OBJECTs against every kernel BTF under a BTFHub-style tree, in parallel.
     Batch(cli::batch::BatchArgs),
+    /// Select the BTF of the running kernel (or the identity given) from an archive of them.
+    Select(cli::select::SelectArgs),
     /// bpftool's spelling of min-core-btf: `gen min_core_btf INPUT OUTPUT OBJECT...`, with
     /// bpftool's exit codes.
     Gen(cli::bpftool::GenArgs),
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         Command::Relocate(a) => cli::relocate::run(&a),
         Command::MinCoreBtf(a) => cli::min_core_btf::run(&a),
         Command::Batch(a) => cli::batch::run(&a),
+        Command::Select(a) => cli::select::run(&a),
         Command::Gen(a) => cli::bpftool::run_gen(&a),
         Command::Btf(a) => cli::bpftool::run_btf(&a),
     };

@@ -12,8 +12,11 @@
  * replaced once set (-EBUSY), and with -p that the info's peak memory is at
  * most twice TARGET's size (the bound for a kernel BTF, where the target
  * dominates; a small fixture target is outweighed by the object's own BTF).
+ * With -s ARCHIVE it also selects, from that archive of minimized BTFs held in
+ * memory (btfgen_select_mem, the no_std xz decoder), Ubuntu 20.04's
+ * 5.4.0-100-generic: on the arena too, with no C allocator call.
  *
- * usage: arena [-p] TARGET OUTPUT OBJECT...
+ * usage: arena [-p] [-s ARCHIVE] TARGET OUTPUT OBJECT...
  */
 #define _GNU_SOURCE
 #include "btfgen.h"
@@ -203,10 +206,15 @@ int main(int argc, char **argv)
 	uint32_t size = 0;
 	int i, err, bound_peak = 0;
 	size_t peak;
+	const char *select_archive = NULL;
 
-	while ((i = getopt(argc, argv, "p")) != -1) {
+	while ((i = getopt(argc, argv, "ps:")) != -1) {
+		if (i == 's') {
+			select_archive = optarg;
+			continue;
+		}
 		if (i != 'p') {
-			fprintf(stderr, "usage: arena [-p] TARGET OUTPUT OBJECT...\n");
+			fprintf(stderr, "usage: arena [-p] [-s ARCHIVE] TARGET OUTPUT OBJECT...\n");
 			return 2;
 		}
 		bound_peak = 1;
@@ -277,6 +285,34 @@ int main(int argc, char **argv)
 	peak = BTFGEN(bpf_reloc_info__mem_peak(info));
 	BTFGEN(btf__free(btf));
 	BTFGEN(bpf_reloc_info__free(info));
+
+	if (select_archive) {
+		struct btfgen_select_opts sopts;
+		struct btfgen_selection *sel;
+		enum btfgen_match kind;
+		const char *entry;
+		size_t archive_len = 0, btf_len = 0;
+		unsigned char *archive = read_all(select_archive, &archive_len);
+
+		CHECK(archive != NULL, "read %s: %s", select_archive, strerror(errno));
+		memset(&sopts, 0, sizeof(sopts));
+		sopts.sz = sizeof(sopts);
+		sopts.root = "/nonexistent/btfgen-arena-root";
+		sopts.os_release = "ID=ubuntu\nVERSION_ID=\"20.04\"\n";
+		sopts.release = "5.4.0-100-generic";
+		sopts.machine = "x86_64";
+		sel = BTFGEN(btfgen_select_mem(archive, archive_len, &sopts));
+		CHECK(sel != NULL, "btfgen_select_mem: %s", strerror(errno));
+		kind = BTFGEN(btfgen_selection__match(sel));
+		CHECK(kind == BTFGEN_MATCH_EXACT, "match %d, not exact", (int)kind);
+		raw = BTFGEN(btfgen_selection__btf(sel, &btf_len));
+		CHECK(raw != NULL && btf_len > 0, "no BTF selected");
+		entry = BTFGEN(btfgen_selection__entry(sel));
+		printf("selected %s from %s: %zu bytes\n", entry ? entry : "(none)",
+		       select_archive, btf_len);
+		BTFGEN(btfgen_selection__free(sel));
+		free(archive);
+	}
 
 	CHECK(stat(argv[1], &st) == 0, "stat %s", argv[1]);
 	printf("target %lld bytes, output %u bytes, peak library memory %zu bytes (%.2fx the "

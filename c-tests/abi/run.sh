@@ -371,6 +371,26 @@ badinput() {
 }
 
 case_ badinput badinput "$OUT/badinput"
+# Runtime selection in a libbpf-tools-style program (select_tool.c): the archive linked in,
+# the running kernel native; a fake host root without sys/kernel/btf/vmlinux (Debian 12, as
+# the archive files the running kernel) selects the archived BTF, libbpf relocates and loads
+# the object with it; an unknown release is none.
+select_root() {
+    local fake=$TMP/fake-host
+    mkdir -p "$fake/etc"
+    printf 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nVERSION_CODENAME=bookworm\nID=debian\n' \
+        >"$fake/etc/os-release"
+    echo "$fake"
+}
+if [[ -r $VMLINUX ]]; then
+    case_ select:native "$OUT/select_tool" "$DATA/progs/task.bpf.o" / "native"
+    case_ select:archived "$OUT/select_tool" "$DATA/progs/task.bpf.o" "$(select_root)" \
+        "exact debian/12/$(uname -m)/$(uname -r) debian/12/$(uname -m)/$(uname -r).btf"
+else
+    case_ select:native skip "no $VMLINUX"
+    case_ select:archived skip "no $VMLINUX"
+fi
+case_ select:none "$OUT/select_tool" "$DATA/progs/task.bpf.o" "$(select_root)" "none" 0.0.0-unknown
 case_ coexist "$OUT/coexist" "$LIB/libbtfgen.so.1" "$VMLINUX" "$DATA/progs/task.bpf.o" "$TMP/coexist.btf"
 case_ coexist:load "$OUT/coexist" --load "$LIB/libbtfgen.so.1" "$VMLINUX" "$DATA/progs/task.bpf.o" \
     "$TMP/coexist-load.btf"
@@ -389,7 +409,9 @@ if [[ ! -e $arena_target ]]; then
 fi
 case_ arena:vmlinux same arena "$OUT/arena" "${arena_opts[@]}" -- -- "$arena_target" \
     "$DATA/progs/task.bpf.o"
-case_ arena:fixture same arena-fixture "$OUT/arena" -- -- "$DATA/targets/btf__fields.btf" \
+# -s: runtime selection from select_tool's archive, on the arena as well.
+case_ arena:fixture same arena-fixture "$OUT/arena" -s "$OUT/min_btfs.tar.xz" -- -- \
+    "$DATA/targets/btf__fields.btf" \
     "$DATA/progs/fields.bpf.o"
 # A regular-file copy of the kernel's BTF is mapped: the library's heap is at most 10% of it;
 # writes, truncation and replacement of a mapped target, and the host's own SIGBUS handler.

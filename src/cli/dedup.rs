@@ -340,7 +340,7 @@ pub fn write_archive(
         .filter_map(|e| e["file"].as_str())
         .collect();
     let fail = |e: std::io::Error| CliError(format!("{}: {e}", archive.display()));
-    let mut tar = tar::Builder::new(liblzma::write::XzEncoder::new(Vec::new(), 6));
+    let mut tar = tar::Builder::new(Vec::new());
     for file in &stored {
         let bytes = super::read_file(&out.join(file))?;
         let mut h = header(tar::EntryType::Regular, bytes.len() as u64, 0o644);
@@ -363,9 +363,27 @@ pub fn write_archive(
         let mut h = header(kind, 0, 0o777);
         tar.append_link(&mut h, path, &target).map_err(fail)?;
     }
-    let xz = tar.into_inner().map_err(fail)?;
-    let bytes = xz.finish().map_err(fail)?;
-    write_atomic(archive, &bytes)
+    let tar = tar.into_inner().map_err(fail)?;
+    write_atomic(archive, &compress_xz(&tar).map_err(fail)?)
+}
+
+/// `xz -6` of `data`, with the dictionary no larger than `data` needs (at least 4 KiB, at most
+/// xz -6's 8 MiB): a decoder allocates the dictionary the stream declares, and `btfgen
+/// select` on an embedded agent should need no more than the archive's own size.
+fn compress_xz(data: &[u8]) -> std::io::Result<Vec<u8>> {
+    use liblzma::stream::{Check, Filters, LzmaOptions, Stream};
+    const PRESET: u32 = 6;
+    const MIN_DICT: usize = 4 << 10;
+    const PRESET_DICT: usize = 8 << 20;
+    let dict = data.len().next_power_of_two().clamp(MIN_DICT, PRESET_DICT);
+    let mut options = LzmaOptions::new_preset(PRESET)?;
+    options.dict_size(u32::try_from(dict).unwrap_or(u32::MAX));
+    let mut filters = Filters::new();
+    filters.lzma2(&options);
+    let stream = Stream::new_stream_encoder(&filters, Check::Crc64)?;
+    let mut xz = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
+    xz.write_all(data)?;
+    xz.finish()
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod min_core_btf;
 pub mod modules;
 pub mod relocate;
 pub mod report;
+pub mod select;
 pub mod verdicts;
 
 use btfgen::btf::{Btf, NameFilter, Validation};

@@ -43,6 +43,7 @@ mod files;
 mod guard;
 mod handle;
 mod print;
+pub mod select;
 mod session;
 
 use crate::btf::Btf;
