@@ -1,5 +1,5 @@
 //! The running machine's identity, read with `std` (the C ABI and the CLI share it): the
-//! kernel release and machine from `/proc` (they are the host's even in a container), and
+//! kernel release and machine from `uname(2)` (the host's even in a container), and
 //! the os-release and `sys/kernel/btf/vmlinux` under a root directory (`/`, or `/host` where a
 //! container mounts the host).
 
@@ -15,21 +15,14 @@ use std::vec::Vec;
 pub const OS_RELEASE_PATHS: [&str; 2] = ["etc/os-release", "usr/lib/os-release"];
 /// The kernel's own BTF, relative to the root.
 pub const VMLINUX: &str = "sys/kernel/btf/vmlinux";
-/// `uname -r` of the running kernel.
-const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
-
-/// `uname -r`: `/proc/sys/kernel/osrelease`.
-pub fn release() -> io::Result<String> {
-    let text = std::fs::read_to_string(OSRELEASE)?;
-    Ok(String::from(text.trim_end()))
+/// `uname -r`: the running kernel's release (`uname(2)`).
+pub fn release() -> String {
+    String::from(rustix::system::uname().release().to_string_lossy())
 }
 
-/// `uname -m`: `/proc/sys/kernel/arch` (Linux 6.1+), else the architecture this program
-/// was built for (the same but for a 32-bit program on a 64-bit kernel).
+/// `uname -m`: the running kernel's machine (`uname(2)`).
 pub fn machine() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/arch")
-        .map(|text| String::from(text.trim_end()))
-        .unwrap_or_else(|_| String::from(std::env::consts::ARCH))
+    String::from(rustix::system::uname().machine().to_string_lossy())
 }
 
 /// The os-release file under `root` and its text: `etc/os-release`, else
@@ -102,19 +95,8 @@ impl Host {
         release: Option<&str>,
         machine: Option<&str>,
     ) -> Result<Host, HostError> {
-        let running = self::release().ok();
-        let release = match (release, &running) {
-            (Some(r), _) => String::from(r),
-            (None, Some(r)) => r.clone(),
-            (None, None) => {
-                return Err(HostError::new(
-                    OSRELEASE.into(),
-                    self::release()
-                        .err()
-                        .unwrap_or_else(|| io::Error::other("unreadable")),
-                ));
-            }
-        };
+        let running = self::release();
+        let release = release.map_or_else(|| running.clone(), String::from);
         let running_machine = self::machine();
         let machine = machine.map_or_else(|| running_machine.clone(), String::from);
         let text: Option<(Cow<'_, Path>, Cow<'_, [u8]>)> = match os_release {
@@ -127,7 +109,7 @@ impl Host {
             }
             None => None,
         };
-        let is_running = running.is_some_and(|r| r == release) && machine == running_machine;
+        let is_running = running == release && machine == running_machine;
         Ok(Host {
             os_release,
             native: is_running && native(root),
