@@ -10,6 +10,8 @@
 //!   relocates against the kernel without error, on the already parsed kernel BTF; and
 //!   `end_to_end_*` the same plus parsing the kernel BTF (what `btfgen batch` does per kernel
 //!   once the bytes are in memory).
+//! - `verdict/entry_programs_all_objects`: the load verdicts of every entry program of those
+//!   objects (`core::verdict::entry_programs`), from their already relocated sections.
 //!
 //! The kernel BTF is parsed as the CLI parses targets (`Validation::OnUse`: layout checked up
 //! front, each type when it is read). Parsing alone, fully validated, is `benches/parse.rs`. Run with `cargo bench --bench pipeline` (one group:
@@ -17,6 +19,7 @@
 
 use btfgen::btf::{Btf, Kind, Validation};
 use btfgen::core::relocate::{local_type_names, relocate_object};
+use btfgen::core::verdict::entry_programs;
 use btfgen::core::{CandidateIndex, Targets};
 use btfgen::log::LibbpfLog;
 use btfgen::minimize::RelocInfo;
@@ -195,6 +198,37 @@ fn pipeline(c: &mut Criterion) {
             })
         });
     }
+    group.finish();
+
+    // The load verdicts (`core::verdict`): every entry program of the objects assembled from
+    // their relocated sections and explored, after relocation (outside the timing); what the
+    // report and the summary line add per kernel.
+    let relocated: Vec<_> = all
+        .iter()
+        .map(|o| {
+            let mut index = CandidateIndex::new();
+            relocate_object(&o.object, &o.btf, &targets, &mut index, &mut LibbpfLog)
+                .expect("relocates")
+        })
+        .collect();
+    let mut group = c.benchmark_group("verdict");
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function("entry_programs_all_objects", |b| {
+        b.iter(|| {
+            let programs: usize = all
+                .iter()
+                .zip(&relocated)
+                .map(|(o, r)| {
+                    entry_programs(&o.object, &o.btf, r)
+                        .expect("verdicts")
+                        .len()
+                })
+                .sum();
+            black_box(programs)
+        })
+    });
     group.finish();
 }
 
