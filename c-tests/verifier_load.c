@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 /*
  * verifier_load: the running kernel's verifier as the oracle of btfgen's load
- * verdict (check_verdicts.py).
+ * verdict (check_verdicts.py, tests/verdict.rs).
  *
- * Usage: verifier_load OBJECT BTF [BASE_BTF]
+ * Usage: verifier_load [-r N] OBJECT BTF [BASE_BTF]
  *
  * For every entry program of OBJECT (bpf_object__for_each_program: libbpf
  * lists no sub-program there), the object is opened afresh with
@@ -41,6 +41,12 @@
  * BASE_BTF: BTF is split on it; they are flattened into one BTF first, as
  * libbpf_relocs does.
  *
+ * -r N: before each load, every 4-byte word of the object's .rodata maps
+ * (its `const volatile` variables) is set to N, as a skeleton's loader sets
+ * them; without it they keep the values compiled into the object. A guard
+ * on such a flag is decided by the loader, not by CO-RE (tests/verdict.rs
+ * loads guards.bpf.o's rodata_flag as compiled, flag 0, and with -r 1).
+ *
  * Exit status: 0 when every program was tried (whatever the outcomes), 77
  * when it cannot run here (BPF syscalls refused, object of foreign byte
  * order), 1 on usage or internal errors. VERIFIER_LOAD_VERBOSE=1 copies
@@ -48,6 +54,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -67,6 +75,9 @@
 #define POISON_FIXED ": <invalid CO-RE relocation>"
 
 static bool verbose;
+/* -r N: the value of every 4-byte .rodata word, when rodata_set */
+static bool rodata_set;
+static int rodata_value;
 
 /* ---------------------------------------------------- libbpf's messages */
 
@@ -274,6 +285,25 @@ static struct bpf_object *open_object(const char *path, const char *btf)
 	return obj;
 }
 
+/* Set every 4-byte word of each .rodata map to rodata_value, before the load. */
+static void set_rodata(struct bpf_object *obj)
+{
+	struct bpf_map *map;
+
+	bpf_object__for_each_map(map, obj) {
+		size_t size = 0, i;
+		int *words;
+
+		/* libbpf names it "<object prefix>.rodata" (or ".rodata.NAME") */
+		if (!strstr(bpf_map__name(map), ".rodata"))
+			continue;
+		/* libbpf 1.1 declares it const; it is the writable copy libbpf loads */
+		words = (int *)bpf_map__initial_value(map, &size);
+		for (i = 0; words && i < size / sizeof(*words); i++)
+			words[i] = rodata_value;
+	}
+}
+
 /* Load entry program `name` of a fresh copy of the object alone; 0 or -1 (not found). */
 static int load_alone(const char *path, const char *btf, const char *name, char *log,
 		      struct outcome *out)
@@ -295,6 +325,8 @@ static int load_alone(const char *path, const char *btf, const char *name, char 
 		bpf_object__close(obj);
 		return -1;
 	}
+	if (rodata_set)
+		set_rodata(obj);
 	log[0] = '\0';
 	bpf_program__set_log_buf(chosen, log, VERIFIER_LOG_SIZE);
 	messages_reset();
@@ -324,6 +356,26 @@ static void print_outcome(const char *name, const char *section, const struct ou
 	fflush(stdout);
 }
 
+static int usage(void)
+{
+	fprintf(stderr, "usage: verifier_load [-r N] OBJECT BTF [BASE_BTF]\n");
+	return 1;
+}
+
+/* text as a whole int (decimal, 0x.. or 0..); false if it is not one */
+static bool parse_int(const char *text, int *value)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 0);
+	if (errno || end == text || *end || v < INT_MIN || v > INT_MAX)
+		return false;
+	*value = (int)v;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	struct bpf_object *listing;
@@ -332,12 +384,18 @@ int main(int argc, char **argv)
 	char *flat = NULL, *log = NULL;
 	char **names = NULL, **sections = NULL;
 	size_t count = 0, i;
-	int native, rc = 0;
+	int native, opt, rc = 0;
 
-	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: %s OBJECT BTF [BASE_BTF]\n", argv[0]);
-		return 1;
+	while ((opt = getopt(argc, argv, "r:")) != -1) {
+		if (opt != 'r' || !parse_int(optarg, &rodata_value))
+			return usage();
+		rodata_set = true;
 	}
+	/* the positional arguments at argv[1..] as before the options */
+	argc -= optind - 1;
+	argv += optind - 1;
+	if (argc < 3 || argc > 4)
+		return usage();
 	btf = argv[2];
 	verbose = getenv("VERIFIER_LOAD_VERBOSE") && strcmp(getenv("VERIFIER_LOAD_VERBOSE"), "0") &&
 		  *getenv("VERIFIER_LOAD_VERBOSE");
