@@ -151,7 +151,8 @@ def batch_reports(kernels, objs, tmp):
         k.tree_path = rel
     report = os.path.join(tmp, "batch.json")
     run = subprocess.run([BTFGEN, "batch", "--btf-dir", tree, "--out-dir", os.path.join(tmp, "batch-out"),
-                          "--report", report, "-j", str(JOBS)] + objs, capture_output=True, text=True)
+                          "--report", report, "-j", str(JOBS)] + objs, capture_output=True, text=True,
+                         cwd=ROOT)
     if not os.path.exists(report):
         check(False, f"btfgen batch wrote no report (exit {run.returncode}): {run.stderr.strip()[-400:]}")
         return None
@@ -169,7 +170,7 @@ def min_core_report(kernel, obj, tmp):
     os.close(fd)
     args = [BTFGEN, "min-core-btf", "--report", report, kernel.btf, report + ".btf", obj]
     args += ["--base-btf", kernel.base] if kernel.base else []
-    run = subprocess.run(args, capture_output=True, text=True)
+    run = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
     try:
         with open(report) as f:
             data = json.load(f)
