@@ -682,42 +682,28 @@ fn html_report_renders_in_headless_chromium() {
     }
 
     // Filters from the URL: only the failed kernels remain, then only rows with a rejection.
-    let failed: Vec<Value> = rows
-        .iter()
-        .filter(|r| r["status"] == "failed")
-        .cloned()
-        .collect();
-    assert!(!failed.is_empty());
-    let dom = headless(
-        browser,
-        &format!("file://{}#status=failed", html.display()),
-        None,
-    );
-    assert_eq!(
-        dom.matches("<tr data-kernel=").count(),
-        expected_rows(&failed).len()
-    );
-    let rejected: Vec<Value> = rows
-        .iter()
-        .filter(|r| {
-            r["programs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|c| c["verdict"] == "rejected")
-        })
-        .cloned()
-        .collect();
-    assert!(!rejected.is_empty());
-    let dom = headless(
-        browser,
-        &format!("file://{}#verdict=rejected", html.display()),
-        None,
-    );
-    assert_eq!(
-        dom.matches("<tr data-kernel=").count(),
-        expected_rows(&rejected).len()
-    );
+    let shown_rows = |fragment: &str, keep: &dyn Fn(&Value) -> bool| {
+        let kept: Vec<Value> = rows.iter().filter(|r| keep(r)).cloned().collect();
+        assert!(!kept.is_empty(), "{fragment}");
+        let dom = headless(
+            browser,
+            &format!("file://{}#{fragment}", html.display()),
+            None,
+        );
+        assert_eq!(
+            dom.matches("<tr data-kernel=").count(),
+            expected_rows(&kept).len(),
+            "{fragment}"
+        );
+    };
+    shown_rows("status=failed", &|r| r["status"] == "failed");
+    shown_rows("verdict=rejected", &|r| {
+        r["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["verdict"] == "rejected")
+    });
 
     // A screenshot, kept under target/ to be looked at (docs/report.png is one).
     let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/report.png");
