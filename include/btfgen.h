@@ -464,7 +464,8 @@ int bpf_object__reloc_info_gen(struct btf_reloc_info *info, struct bpf_object *o
  * and cut to `evidence_sz` bytes.
  *
  * Returns a `btfgen_verdict` value (`>= 0`), or a negative errno: `-EINVAL` (NULL argument),
- * `-ENOENT` (no entry program of that name; sub-programs have no verdict of their own),
+ * `-ENOENT` (no entry program of that name; sub-programs have no verdict of their own;
+ * a name that is not UTF-8 is `-EINVAL`),
  * `-ENODATA` (the object has no `.BTF`), `-EIO` (the target file changed), `-ENOMEM`.
  *
  * # Safety

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::log::LibbpfLog;
 use crate::object::BpfObject;
 use alloc::vec::Vec;
-use core::ffi::{CStr, c_char, c_int, c_void};
+use core::ffi::{c_char, c_int, c_void};
 
 /// Alignment of every array in the caller's buffer, and of the buffer itself.
 const ALIGN: usize = 8;
@@ -106,13 +106,11 @@ pub unsafe extern "C" fn bpf_object__prog_load_info(
             // (refused by its tag).
             Some(unsafe { super::handle::get(targ_btf) }?)
         };
-        if prog_name.is_null() || info.is_null() || buf_sz.is_null() {
+        if info.is_null() || buf_sz.is_null() {
             return Err(Errno::INVAL);
         }
-        // SAFETY: non-NULL, and the caller guarantees a NUL-terminated string.
-        let name = unsafe { CStr::from_ptr(prog_name) }
-            .to_str()
-            .map_err(|_| Errno::INVAL)?;
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        let name = unsafe { super::files::c_name(prog_name) }?;
         // SAFETY: non-NULL and valid for reads and writes, per the caller.
         let capacity = unsafe { *buf_sz };
 
@@ -246,6 +244,7 @@ mod tests {
     use crate::ffi::BtfData;
     use crate::ffi::handle::Owned;
     use alloc::vec;
+    use core::ffi::CStr;
 
     const CALLS: &[u8] = include_bytes!("../../tests/data/progs/calls.bpf.o");
     const FIELDS: &[u8] = include_bytes!("../../tests/data/progs/fields.bpf.o");

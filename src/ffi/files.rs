@@ -24,6 +24,22 @@ pub(super) unsafe fn c_path<'a>(path: *const c_char) -> Result<&'a Path, Errno> 
     Ok(Path::new(OsStr::from_bytes(bytes)))
 }
 
+/// The UTF-8 name (a program's) a C string holds; `EINVAL` for NULL or non-UTF-8 bytes.
+///
+/// # Safety
+///
+/// `name` must be NULL or point to a NUL-terminated string that stays valid and unchanged for
+/// `'a`.
+pub(super) unsafe fn c_name<'a>(name: *const c_char) -> Result<&'a str, Errno> {
+    if name.is_null() {
+        return Err(Errno::INVAL);
+    }
+    // SAFETY: `name` is non-null and, by this function's contract, a NUL-terminated string
+    // valid for `'a`.
+    let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
+    core::str::from_utf8(bytes).map_err(|_| Errno::INVAL)
+}
+
 /// The whole contents of the file at `path`, read ([`crate::mapped::read`]): for objects and
 /// BTFs a handle keeps. A directory is `EISDIR`; other failures are the `errno` of the failing
 /// system call. The buffer is reserved fallibly from the file's size.

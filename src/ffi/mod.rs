@@ -461,7 +461,8 @@ impl From<Verdict> for btfgen_verdict {
 /// and cut to `evidence_sz` bytes.
 ///
 /// Returns a `btfgen_verdict` value (`>= 0`), or a negative errno: `-EINVAL` (NULL argument),
-/// `-ENOENT` (no entry program of that name; sub-programs have no verdict of their own),
+/// `-ENOENT` (no entry program of that name; sub-programs have no verdict of their own;
+/// a name that is not UTF-8 is `-EINVAL`),
 /// `-ENODATA` (the object has no `.BTF`), `-EIO` (the target file changed), `-ENOMEM`.
 ///
 /// # Safety
@@ -484,13 +485,8 @@ pub unsafe extern "C" fn bpf_reloc_info__prog_verdict(
         // SAFETY: the caller passes NULL, a live `bpf_object` or a foreign pointer to readable
         // memory (refused by its tag).
         let obj = unsafe { handle::get(obj.cast_mut()) }?;
-        if prog_name.is_null() {
-            return Err(Errno::INVAL);
-        }
-        // SAFETY: `prog_name` is non-null and, by this function's contract, NUL-terminated.
-        let name = unsafe { CStr::from_ptr(prog_name) }
-            .to_str()
-            .map_err(|_| Errno(libc::ENOENT))?;
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        let name = unsafe { files::c_name(prog_name) }?;
         let (verdict, text) = info.with_session(|session| session.prog_verdict(&obj.data, name))?;
         if !evidence.is_null() && evidence_sz > 0 {
             let len = text.len().min(evidence_sz - 1);
