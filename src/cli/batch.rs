@@ -29,6 +29,7 @@ use btfgen::btf::Btf;
 use btfgen::core::{BtfSource, CandidateIndex, ScanPlan, Targets};
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
+use btfgen::select::identity::arch_folder;
 use serde_json::{Value, json};
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
@@ -230,7 +231,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
 
     let (mut kernels, mut skipped) = find_kernels(&args.btf_dir, &args.out_dir)?;
     if let Some(arch) = &args.arch {
-        let wanted = verdicts::normalize_arch(arch);
+        let wanted = arch_folder(arch);
         let on_arch = |rel: &Path| kernel_arch(rel).as_deref() == Some(wanted);
         kernels.retain(|k| on_arch(&k.relative));
         skipped.retain(|(rel, _)| on_arch(Path::new(rel)));
@@ -753,7 +754,7 @@ fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Skip
 fn kernel_arch(relative: &Path) -> Option<String> {
     let fields = dedup::kernel_fields(relative);
     let arch = fields["arch"].as_str()?;
-    Some(verdicts::normalize_arch(arch).to_string())
+    Some(arch_folder(arch).to_string())
 }
 
 /// The programs of every kernel relocated this run, counted by verdict.

@@ -57,7 +57,8 @@ impl ProgramVerdict {
 /// What one kernel gave for every object: its programs and its poisoned relocations.
 #[derive(Clone, Debug, Default)]
 pub struct KernelVerdicts {
-    /// The kernel's architecture from its BTFHub path, normalized ([`normalize_arch`]).
+    /// The kernel's architecture from its BTFHub path, as BTFHub spells it
+    /// ([`arch_folder`](btfgen::select::identity::arch_folder)).
     pub arch: Option<String>,
     /// Every entry program of every object, in object then libbpf's program order.
     pub programs: Vec<ProgramVerdict>,
@@ -156,15 +157,6 @@ fn missing_in_words(local: &Btf<'_>, r: &ObjectRelocation<'_, '_>) -> String {
     match last_name {
         Some(name) => format!("{ty} has no {name}"),
         None => format!("no {ty}"),
-    }
-}
-
-/// BTFHub's spelling of an architecture: `aarch64` is `arm64`, `amd64` is `x86_64`.
-pub fn normalize_arch(arch: &str) -> &str {
-    match arch {
-        "aarch64" => "arm64",
-        "amd64" => "x86_64",
-        other => other,
     }
 }
 
@@ -436,7 +428,5 @@ mod tests {
             counts.line(),
             "1 loads (1 with guarded poison), 0 rejected, 0 arch-mismatch, 0 unknown, 1 failed"
         );
-        assert_eq!(normalize_arch("aarch64"), "arm64");
-        assert_eq!(normalize_arch("amd64"), "x86_64");
     }
 }

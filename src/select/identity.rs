@@ -59,10 +59,12 @@ pub const DEBIAN_CODENAMES: &[(&str, &str)] = &[
     ("trixie", "13"),
 ];
 
-/// BTFHub's machine folder of a `uname -m` value.
+/// BTFHub's machine folder of a `uname -m` value (or of Debian's spelling of it):
+/// `aarch64` is `arm64`, `amd64` is `x86_64`.
 pub fn arch_folder(machine: &str) -> &str {
     match machine {
         "aarch64" => "arm64",
+        "amd64" => "x86_64",
         other => other,
     }
 }
@@ -244,6 +246,14 @@ mod tests {
             .iter()
             .map(|f| format!("{}/{}/{} {}", f.distro, f.version, f.arch, f.rule.name()))
             .collect()
+    }
+
+    #[test]
+    fn arch_folders_are_btfhubs() {
+        assert_eq!(arch_folder("aarch64"), "arm64");
+        assert_eq!(arch_folder("amd64"), "x86_64");
+        assert_eq!(arch_folder("x86_64"), "x86_64");
+        assert_eq!(arch_folder("s390x"), "s390x");
     }
 
     #[test]
