@@ -52,7 +52,7 @@
 //! at least two architectures.
 
 use super::relocate::to_json;
-use super::verdicts::{ArchMismatch, KernelVerdicts, VerdictCounts, program_status};
+use super::verdicts::{ArchMismatch, KernelVerdicts, VerdictCounts, program_status, worst_status};
 use super::{CliResult, context, write_atomic};
 use btfgen::btf::Btf;
 use btfgen::core::Targets;
@@ -67,14 +67,6 @@ const REPORT_FORMAT: &str = "btfgen-report/2";
 /// The page; `/*REPORT_DATA*/` is replaced by the report's JSON.
 const HTML_TEMPLATE: &str = include_str!("report.html");
 const DATA_MARK: &str = "/*REPORT_DATA*/";
-
-/// Statuses from best to worst; a kernel takes its worst program's.
-const STATUSES: [&str; 4] = ["ok", "poisoned", "failed", "error"];
-
-fn worst<'a>(a: &'a str, b: &'a str) -> &'a str {
-    let rank = |s| STATUSES.iter().position(|x| *x == s).unwrap_or(0);
-    if rank(b) > rank(a) { b } else { a }
-}
 
 /// Object number `object` (`name`, `obj` with `.BTF` `local`) relocated against one kernel's
 /// `targets`: its entry programs' verdicts go to `kernel`, and with `cells`, their report
@@ -156,7 +148,7 @@ pub fn kernel_row(path: &str, fields: Value, cells: Vec<Value>, error: Option<&s
     let mut status = cells
         .iter()
         .filter_map(|c| c["status"].as_str())
-        .fold("ok", worst)
+        .fold("ok", worst_status)
         .to_string();
     let mut row = fields;
     if let Some(e) = error {
@@ -231,8 +223,8 @@ mod tests {
 
     #[test]
     fn statuses_order_from_ok_to_error() {
-        assert_eq!(worst("ok", "poisoned"), "poisoned");
-        assert_eq!(worst("failed", "poisoned"), "failed");
-        assert_eq!(worst("failed", "error"), "error");
+        assert_eq!(worst_status("ok", "poisoned"), "poisoned");
+        assert_eq!(worst_status("failed", "poisoned"), "failed");
+        assert_eq!(worst_status("failed", "error"), "error");
     }
 }

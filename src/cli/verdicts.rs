@@ -75,21 +75,23 @@ pub fn relocation_status(r: &ObjectRelocation<'_, '_>) -> &'static str {
     }
 }
 
+/// Statuses from best to worst; a program takes its worst relocation's, a kernel its worst
+/// program's.
+const STATUSES: [&str; 4] = ["ok", "poisoned", "failed", "error"];
+
+/// The worse of two statuses ([`STATUSES`]).
+pub fn worst_status<'a>(a: &'a str, b: &'a str) -> &'a str {
+    let rank = |s| STATUSES.iter().position(|x| *x == s).unwrap_or(0);
+    if rank(b) > rank(a) { b } else { a }
+}
+
 /// libbpf's relocation status of entry program `p`: its worst relocation's.
 pub fn program_status(p: &EntryProgram<'_>, relocated: &RelocatedObject<'_, '_>) -> &'static str {
-    let mut worst = "ok";
-    for pr in &p.relocations {
-        match relocated
-            .relocations
-            .get(pr.relocation)
-            .map(relocation_status)
-        {
-            Some("failed") => return "failed",
-            Some("poisoned") => worst = "poisoned",
-            _ => {}
-        }
-    }
-    worst
+    p.relocations
+        .iter()
+        .filter_map(|pr| relocated.relocations.get(pr.relocation))
+        .map(relocation_status)
+        .fold("ok", worst_status)
 }
 
 /// The key of `relocated`'s relocation `at` of object `object`.
