@@ -670,6 +670,45 @@ fn edges_the_real_tree_must_have() {
     assert!(!edge("src/btf/parse.rs", "src/btf/mod.rs"));
 }
 
+/// The main job's library path (recording relocations, emitting) and `relocate` never reach the
+/// load-verdict analysis: each relocation's callers come from the call graph alone
+/// (`core::programs`), and the verdicts are a separate pass that only the report and the
+/// summary line ask for.
+#[test]
+fn the_main_job_does_no_value_analysis() {
+    let tree = source_tree();
+    let edges = tree.edges();
+    let reaches_verdict = |from: &str| {
+        let start = edges.keys().find(|id| tree.file(id) == from).unwrap();
+        let mut seen = BTreeSet::from([start.clone()]);
+        let mut work = vec![start.clone()];
+        while let Some(id) = work.pop() {
+            if tree.file(&id).starts_with("src/core/verdict/") {
+                return Some(tree.file(&id));
+            }
+            for next in edges.get(&id).into_iter().flat_map(|e| e.keys()) {
+                if seen.insert(next.clone()) {
+                    work.push(next.clone());
+                }
+            }
+        }
+        None
+    };
+    for file in [
+        "src/minimize/mod.rs",
+        "src/cli/relocate.rs",
+        "src/core/programs.rs",
+    ] {
+        assert_eq!(
+            reaches_verdict(file),
+            None,
+            "{file} reaches the verdict pass"
+        );
+    }
+    // The check can fail: the report does judge programs.
+    assert!(reaches_verdict("src/cli/report.rs").is_some());
+}
+
 /// A made-up tree of `(file, text)`, read from a fresh directory (removed again: the tree
 /// keeps what it read).
 fn made_up(name: &str, files: &[(&str, &str)]) -> Tree {

@@ -7,8 +7,8 @@ use super::{CliError, CliResult, TargetFiles, context, read_file};
 use btfgen::btf::Btf;
 use btfgen::core::kernel::kernel_core;
 use btfgen::core::patch::Patched;
+use btfgen::core::programs::{callers, entry_relocations};
 use btfgen::core::relocate::{ObjectRelocation, relocate_object};
-use btfgen::core::verdict::{self, entry_programs};
 use btfgen::core::{CandidateIndex, RelocKind, Targets};
 use btfgen::log::LibbpfLog;
 use btfgen::object::BpfObject;
@@ -256,10 +256,10 @@ fn relocate_all(args: &RelocateArgs, targets: &Targets<'_>) -> CliResult<ExitCod
             )
             .map_err(context("stdout"))?;
         }
-        let programs = entry_programs(&obj, &local, &relocated).map_err(context(&name))?;
+        let programs = entry_relocations(&obj, &local, &relocated).map_err(context(&name))?;
         for (at, r) in relocated.relocations.iter().enumerate() {
             failed |= r.outcome.is_err();
-            let callers: Vec<&str> = verdict::callers(&programs, at).collect();
+            let callers: Vec<&str> = callers(&programs, at).collect();
             let line = if args.json {
                 to_json(&name, &local, targets, r, &callers).to_string()
             } else {

@@ -12,6 +12,7 @@ pub mod events;
 pub mod kernel;
 pub mod matching;
 pub mod patch;
+pub mod programs;
 pub mod relocate;
 pub mod spec;
 pub mod verdict;

@@ -5,8 +5,8 @@ mod emit;
 pub mod marks;
 
 use crate::btf::Btf;
+use crate::core::programs::{self, AppliedRelocations};
 use crate::core::relocate::{RelocatedObject, local_type_names, relocate_object};
-use crate::core::verdict::{self, EntryProgram};
 use crate::core::{Candidate, CandidateIndex, RelocKind, Targets};
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -115,7 +115,7 @@ impl<'t> RelocInfo<'t> {
     /// object is recorded then, also when recording runs out of memory part way.
     pub fn add_object(&mut self, name: &str, obj: &BpfObject<'_>, local: &Btf<'_>) -> Result<()> {
         let relocated = self.relocate(obj, local)?;
-        let programs = verdict::entry_programs(obj, local, &relocated)?;
+        let programs = programs::entry_relocations(obj, local, &relocated)?;
         self.add_relocated(name, &relocated, &programs)
     }
 
@@ -133,13 +133,15 @@ impl<'t> RelocInfo<'t> {
 
     /// Record what the relocations of one object (from [`RelocInfo::relocate`] on this info)
     /// need, as [`RelocInfo::add_object`] does: a failed relocation fails the whole object and
-    /// nothing of it is recorded. `programs` ([`verdict::entry_programs`] of the same
-    /// relocations) names each relocation's callers in [`RelocInfo::explain`].
-    pub fn add_relocated(
+    /// nothing of it is recorded. `programs` (the object's entry programs with the relocations
+    /// applied to each: [`programs::entry_relocations`], or the judged
+    /// [`crate::core::verdict::entry_programs`] of the same relocations) names each
+    /// relocation's callers in [`RelocInfo::explain`].
+    pub fn add_relocated<P: AppliedRelocations>(
         &mut self,
         name: &str,
         relocated: &RelocatedObject<'_, 't>,
-        programs: &[EntryProgram<'_>],
+        programs: &[P],
     ) -> Result<()> {
         for r in &relocated.relocations {
             if let Err(e) = &r.outcome {
@@ -160,11 +162,11 @@ impl<'t> RelocInfo<'t> {
         Ok(())
     }
 
-    fn record(
+    fn record<P: AppliedRelocations>(
         &mut self,
         name: &str,
         relocated: &RelocatedObject<'_, '_>,
-        programs: &[EntryProgram<'_>],
+        programs: &[P],
         marks: &mut Marks,
     ) -> Result<()> {
         // libbpf prunes each local type's candidates to those that matched, so the match sets of
@@ -199,7 +201,7 @@ impl<'t> RelocInfo<'t> {
                 reason: "unknown relocation kind",
             })?;
             let mut callers = Vec::new();
-            for caller in verdict::callers(programs, at) {
+            for caller in programs::callers(programs, at) {
                 fallible::push(&mut callers, fallible::to_string(caller)?)?;
             }
             fallible::push(

@@ -22,15 +22,17 @@ mod interp;
 
 pub use describe::describe;
 
+pub use crate::core::programs::{ProgramRelocation, callers};
+
 use crate::btf::Btf;
 use crate::core::patch::{LD_IMM64, Patched};
+use crate::core::programs::{AppliedRelocations, for_each_assembled};
 use crate::core::relocate::RelocatedObject;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fallible;
-use crate::object::assemble::{AssembledProgram, SectionCode, assemble_all};
-use crate::object::{BpfObject, INSN_SIZE, Insn};
+use crate::object::assemble::AssembledProgram;
+use crate::object::{BpfObject, Insn};
 use alloc::vec::Vec;
-use hashbrown::HashMap;
 use interp::{Annotation, Budget, Code, is_poison, successors};
 
 /// Instructions the exploration may execute over all paths of one program (the verifier's own
@@ -64,17 +66,6 @@ impl Verdict {
             Verdict::Failed => "failed",
         }
     }
-}
-
-/// A relocation libbpf applies to an entry program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProgramRelocation {
-    /// Index into [`RelocatedObject::relocations`].
-    pub relocation: usize,
-    /// Instruction index in the assembled entry program.
-    pub insn: u32,
-    /// Whether it lives in an appended sub-program.
-    pub in_subprog: bool,
 }
 
 /// An entry program with the relocations applied to it and its load verdict.
@@ -203,27 +194,15 @@ impl Evidence {
 }
 
 /// Every entry program of `obj` assembled from `relocated`'s patched sections, with its
-/// verdict. `local` is the object's parsed `.BTF`.
+/// verdict. `local` is the object's parsed `.BTF`. Which relocations each program has, without
+/// a verdict, is [`crate::core::programs::entry_relocations`].
 pub fn entry_programs<'o>(
     obj: &BpfObject<'o>,
     local: &Btf<'o>,
     relocated: &RelocatedObject<'o, '_>,
 ) -> Result<Vec<EntryProgram<'o>>> {
-    let mut code = fallible::vec_with_capacity(relocated.sections.len())?;
-    code.extend(relocated.sections.iter().map(|s| SectionCode {
-        section_index: s.index,
-        insns: &s.insns,
-    }));
-    let mut by_record: HashMap<(&str, u32), usize> = HashMap::new();
-    by_record
-        .try_reserve(relocated.relocations.len())
-        .map_err(|_| Error::OutOfMemory)?;
-    for (i, r) in relocated.relocations.iter().enumerate() {
-        by_record.insert((r.section, r.relo), i);
-    }
     let mut out = Vec::new();
-    for assembled in assemble_all(obj, Some(local), &code)? {
-        let relocations = program_relocations(&assembled, &by_record)?;
+    for_each_assembled(obj, local, relocated, |assembled, relocations| {
         let failed = relocations.iter().filter(|r| {
             relocated
                 .relocations
@@ -241,7 +220,7 @@ pub fn entry_programs<'o>(
             )?;
         }
         let verdict = if evidence.is_empty() {
-            analyse(obj, &assembled, &relocations, relocated, &mut evidence)?
+            analyse(obj, assembled, &relocations, relocated, &mut evidence)?
         } else {
             Verdict::Failed
         };
@@ -254,43 +233,19 @@ pub fn entry_programs<'o>(
                 verdict,
                 evidence,
             },
-        )?;
-    }
+        )
+    })?;
     Ok(out)
 }
 
-/// The entry programs a relocation is applied to (libbpf appends a sub-program to each
-/// caller).
-pub fn callers<'p, 'o>(
-    programs: &'p [EntryProgram<'o>],
-    relocation: usize,
-) -> impl Iterator<Item = &'o str> + 'p {
-    programs
-        .iter()
-        .filter(move |p| p.relocations.iter().any(|r| r.relocation == relocation))
-        .map(|p| p.program)
-}
-
-/// The relocations of `assembled`, by the `(section, relo #N)` of each record.
-fn program_relocations(
-    assembled: &AssembledProgram<'_>,
-    by_record: &HashMap<(&str, u32), usize>,
-) -> Result<Vec<ProgramRelocation>> {
-    let mut out = fallible::vec_with_capacity(assembled.core_relos.len())?;
-    let main_len = assembled.parts.first().map_or(0, |p| p.insn_count());
-    for placed in &assembled.core_relos {
-        // Records outside every function are skipped by relocation as by libbpf.
-        let Some(&relocation) = by_record.get(&(placed.section, placed.relo)) else {
-            continue;
-        };
-        let insn = placed.insn_off / INSN_SIZE as u32;
-        out.push(ProgramRelocation {
-            relocation,
-            insn,
-            in_subprog: insn >= main_len,
-        });
+impl AppliedRelocations for EntryProgram<'_> {
+    fn program(&self) -> &str {
+        self.program
     }
-    Ok(out)
+
+    fn relocations(&self) -> &[ProgramRelocation] {
+        &self.relocations
+    }
 }
 
 /// What the loader does to each instruction of `assembled` that the exploration must know.
