@@ -11,10 +11,17 @@
 #   make header         regenerate include/btfgen.h with cbindgen $(CBINDGEN_VERSION)
 #                       (cargo install cbindgen --locked --version $(CBINDGEN_VERSION))
 #   make check-header   fail if include/btfgen.h differs from what cbindgen generates
-#   make install        lib + header + btfgen.pc into $(DESTDIR)$(PREFIX); the compatibility
-#                       headers <bpf/libbpf.h>, <bpf/btf.h> go to INCLUDEDIR/btfgen/bpf/ (on the
-#                       include path through btfgen.pc, never over libbpf-dev's /usr/include/bpf)
-#   make uninstall
+#   make install        into $(DESTDIR)$(PREFIX): bin/btfgen, the libraries, the header,
+#                       btfgen.pc, the man pages (btfgen(1), btfgen-COMMAND(1) generated from the
+#                       clap definitions by the hidden `btfgen generate-docs`, libbtfgen(3)) and
+#                       the bash, zsh and fish completions (generated the same way); the
+#                       compatibility headers <bpf/libbpf.h>, <bpf/btf.h> go to
+#                       INCLUDEDIR/btfgen/bpf/ (on the include path through btfgen.pc, never over
+#                       libbpf-dev's /usr/include/bpf)
+#   make uninstall      removes exactly those files, btfgen's own directories, and with DESTDIR
+#                       every directory under DESTDIR that is left empty
+#   make deb            target/release/btfgen_VERSION_ARCH.deb (dpkg-deb): `make install` with
+#                       PREFIX=/usr and Debian's directories, staged in target/deb
 #   make -C c-tests/abi check   the C tests of the library
 #
 # The shared library is linked by $(CC) from the static one instead of being built by rustc as a
@@ -29,6 +36,11 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 DESTDIR ?=
 
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
@@ -38,12 +50,21 @@ SONAME := libbtfgen.so.1
 # x86_64/aarch64-unknown-linux-gnu); also the Libs.private of btfgen.pc.
 RUST_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: cli lib header check-header cbindgen-version install uninstall
+.PHONY: cli bin docs lib header check-header cbindgen-version install uninstall deb
 
 # crt-static goes to the final link only (`cargo rustc` passes it to the binary's crate alone):
 # set for every crate, it would also reach the proc-macro crates, which cannot be static.
 cli:
 	$(CARGO) rustc --release --bin btfgen --target-dir target/static -- -C target-feature=+crt-static
+
+# The command as `cargo build` makes it (dynamically linked against glibc, as a package wants).
+bin:
+	$(CARGO) build --release --bin btfgen
+
+# Man pages and completions, from the binary's own clap definitions.
+docs: bin
+	rm -rf $(OUT)/docs
+	$(OUT)/btfgen generate-docs $(OUT)/docs
 
 lib:
 	$(CARGO) rustc --release --lib --no-default-features --features ffi-global-alloc --crate-type staticlib
@@ -78,8 +99,20 @@ check-header: cbindgen-version
 		exit 1; \
 	fi
 
-install: lib
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+# Every file `make install` writes, relative to $(DESTDIR); `make uninstall` removes these.
+INSTALLED_FILES = $(BINDIR)/btfgen $(LIBDIR)/$(SONAME) $(LIBDIR)/libbtfgen.so \
+	$(LIBDIR)/libbtfgen.a $(INCLUDEDIR)/btfgen.h $(PKGCONFIGDIR)/btfgen.pc \
+	$(INCLUDEDIR)/btfgen/bpf/libbpf.h $(INCLUDEDIR)/btfgen/bpf/btf.h \
+	$(MANDIR)/man3/libbtfgen.3 $(BASHCOMPDIR)/btfgen $(ZSHCOMPDIR)/_btfgen \
+	$(FISHCOMPDIR)/btfgen.fish
+MAN1_PAGES = btfgen btfgen-min-core-btf btfgen-batch btfgen-select btfgen-relocate btfgen-dump \
+	btfgen-gen btfgen-btf
+
+install: lib docs
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 755 $(OUT)/btfgen $(DESTDIR)$(BINDIR)/btfgen
 	install -m 755 $(OUT)/$(SONAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sfn $(SONAME) $(DESTDIR)$(LIBDIR)/libbtfgen.so
 	install -m 644 $(OUT)/libbtfgen.a $(DESTDIR)$(LIBDIR)/libbtfgen.a
@@ -92,10 +125,41 @@ install: lib
 		-e 's|@LIBS_PRIVATE@|$(RUST_NATIVE_LIBS)|' btfgen.pc.in \
 		> $(DESTDIR)$(PKGCONFIGDIR)/btfgen.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/btfgen.pc
+	@# The generated pages must be exactly the commands this Makefile knows (and uninstalls).
+	@ls $(OUT)/docs/man1 | sed 's/\.1$$//' | sort > $(OUT)/docs/man1.list
+	@printf '%s\n' $(MAN1_PAGES) | sort | diff -u - $(OUT)/docs/man1.list || \
+		{ echo "btfgen's commands changed: update MAN1_PAGES in the Makefile" >&2; exit 1; }
+	install -m 644 $(addprefix $(OUT)/docs/man1/,$(addsuffix .1,$(MAN1_PAGES))) \
+		$(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/libbtfgen.3 $(DESTDIR)$(MANDIR)/man3/libbtfgen.3
+	install -m 644 $(OUT)/docs/completions/btfgen.bash $(DESTDIR)$(BASHCOMPDIR)/btfgen
+	install -m 644 $(OUT)/docs/completions/_btfgen $(DESTDIR)$(ZSHCOMPDIR)/_btfgen
+	install -m 644 $(OUT)/docs/completions/btfgen.fish $(DESTDIR)$(FISHCOMPDIR)/btfgen.fish
 
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libbtfgen.so \
-		$(DESTDIR)$(LIBDIR)/libbtfgen.a $(DESTDIR)$(INCLUDEDIR)/btfgen.h \
-		$(DESTDIR)$(PKGCONFIGDIR)/btfgen.pc \
-		$(DESTDIR)$(INCLUDEDIR)/btfgen/bpf/libbpf.h $(DESTDIR)$(INCLUDEDIR)/btfgen/bpf/btf.h
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES)) \
+		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(addsuffix .1,$(MAN1_PAGES)))
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/btfgen/bpf $(DESTDIR)$(INCLUDEDIR)/btfgen 2>/dev/null
+	@# A staging directory holds only what was installed: leave nothing of it behind.
+	$(if $(DESTDIR),find $(DESTDIR) -mindepth 1 -depth -type d -empty -delete)
+
+# The Debian package: one package with the command, the libraries, the header and .pc file,
+# man pages and completions in Debian's directories.
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_MULTIARCH = $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+DEB_ROOT = target/deb/root
+DEB_FILE = $(OUT)/btfgen_$(VERSION)_$(DEB_ARCH).deb
+
+deb:
+	rm -rf $(DEB_ROOT)
+	$(MAKE) install DESTDIR=$(abspath $(DEB_ROOT)) PREFIX=/usr \
+		LIBDIR=/usr/lib/$(DEB_MULTIARCH) ZSHCOMPDIR=/usr/share/zsh/vendor-completions
+	@# Debug info stays in target/release; the package ships stripped files.
+	strip --strip-unneeded $(DEB_ROOT)/usr/bin/btfgen $(DEB_ROOT)/usr/lib/$(DEB_MULTIARCH)/$(SONAME)
+	strip --strip-debug $(DEB_ROOT)/usr/lib/$(DEB_MULTIARCH)/libbtfgen.a
+	install -d $(DEB_ROOT)/DEBIAN
+	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@ARCH@|$(DEB_ARCH)|' \
+		-e "s|@SIZE@|$$(du -sk $(DEB_ROOT) | cut -f1)|" packaging/debian/control.in \
+		> $(DEB_ROOT)/DEBIAN/control
+	install -m 644 packaging/debian/triggers $(DEB_ROOT)/DEBIAN/triggers
+	dpkg-deb --root-owner-group --build $(DEB_ROOT) $(DEB_FILE)

@@ -3,7 +3,7 @@
 
 mod cli;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Minimized BTF for CO-RE eBPF objects.
@@ -38,6 +38,9 @@ enum Command {
     Gen(cli::bpftool::GenArgs),
     /// bpftool's spelling of dump: `btf dump file FILE [format raw]`, with bpftool's exit codes.
     Btf(cli::bpftool::BtfArgs),
+    /// Write the man pages and shell completions (for `make install` and `make deb`).
+    #[command(hide = true)]
+    GenerateDocs(cli::docs::DocsArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Select(a) => cli::select::run(&a),
         Command::Gen(a) => cli::bpftool::run_gen(&a),
         Command::Btf(a) => cli::bpftool::run_btf(&a),
+        Command::GenerateDocs(a) => cli::docs::run(&a, Args::command()),
     };
     match result {
         Ok(code) => code,

@@ -3,6 +3,7 @@
 pub mod batch;
 pub mod bpftool;
 pub mod dedup;
+pub mod docs;
 pub mod dump;
 pub mod input;
 pub mod min_core_btf;
