@@ -33,7 +33,7 @@ fn commands() -> Vec<String> {
 
 /// The long flags a `--help` text shows.
 fn long_flags(help: &str) -> BTreeSet<String> {
-    help.split(|c: char| c.is_whitespace() || c == ',' || c == '[' || c == '=')
+    help.split(|c: char| c.is_whitespace() || [',', '[', '='].contains(&c))
         .filter(|w| w.starts_with("--") && w.len() > 2)
         .map(|w| {
             w.trim_end_matches(|c: char| !c.is_alphanumeric())
@@ -157,11 +157,7 @@ fn prototypes(header: &str) -> Vec<(String, String)> {
                     continue;
                 }
                 let Some(open) = s.find('(') else { continue };
-                let name = s[..open]
-                    .rsplit(|c: char| c == ' ' || c == '*')
-                    .next()
-                    .unwrap()
-                    .to_string();
+                let name = s[..open].rsplit([' ', '*']).next().unwrap().to_string();
                 out.push((name, format!("{s};")));
             }
             _ if depth == 0 => statement.push(c),
