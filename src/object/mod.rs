@@ -9,6 +9,7 @@
 pub mod assemble;
 mod btf_ext;
 mod insn;
+pub mod loadable_btf;
 
 pub use ::object::endian::Endianness;
 pub use btf_ext::{
