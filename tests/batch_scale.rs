@@ -6,6 +6,8 @@
 //! identical kernels collapsed into one row, columns grouped by object.
 
 mod batch_common;
+#[path = "support/report.rs"]
+mod report;
 
 use batch_common::*;
 use serde_json::Value;
@@ -291,9 +293,7 @@ fn report_agrees_with_relocate_for_every_cell() {
         &report_objects(),
     );
     let s = summary(&run);
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
-    assert_eq!(report["format"], "btfgen-report/2");
+    let report = report::read(&report_path);
     let rows = report["kernels"].as_array().unwrap();
     assert_eq!(rows.len(), kernels.len());
     let failed_paths: BTreeSet<&str> = s["failures"]
@@ -570,7 +570,7 @@ fn html_report_renders_in_headless_chromium() {
             "{class}"
         );
     }
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let report = report::read(&json);
     let rows = report["kernels"].as_array().unwrap();
     // A failed cell: its relocations, one with an error.
     let (row, cell) = rows
