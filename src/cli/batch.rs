@@ -375,11 +375,10 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     write_products(
         args,
         &mut tally,
-        store,
+        (store, &skipped),
         journal,
         &run_key,
         &object_hashes,
-        &skipped,
         &names,
     );
     for e in &tally.errors {
@@ -519,15 +518,15 @@ impl Tally {
 }
 
 /// After the kernels: the index (then the journal goes), the store's unused files, the archive
-/// and the report. Errors go to `tally.errors`.
+/// and the report (its rows in `store`, the kernels `skipped` in it too). Errors go to
+/// `tally.errors`.
 fn write_products(
     args: &BatchArgs,
     tally: &mut Tally,
-    store: Option<report::RowStore>,
+    (store, skipped): (Option<report::RowStore>, &[Skipped]),
     journal: Option<dedup::Journal>,
     run_key: &str,
     object_hashes: &[(String, String)],
-    skipped: &[Skipped],
     object_names: &[String],
 ) {
     if args.keeps_index() {

@@ -93,6 +93,7 @@ const DATA_MARK: &str = "/*REPORT_DATA*/";
 /// records of any tree has odds below 2^-80).
 type Digest128 = u128;
 
+/// The identity of the record made of `parts`.
 fn digest(parts: &[&[u8]]) -> Digest128 {
     let mut hasher = Sha256::new();
     for part in parts {
@@ -126,9 +127,12 @@ struct Row {
 struct Store {
     /// Distinct records' text, appended as they are first seen (unlinked: gone with the run).
     scratch: BufWriter<File>,
+    /// Bytes appended to the scratch file so far.
     end: u64,
+    /// Each distinct relocation record's number, and its text by number.
     relocation_ids: HashMap<Digest128, u32>,
     relocations: Vec<Span>,
+    /// Each distinct program row's number, and the row by number.
     row_ids: HashMap<Digest128, u32>,
     rows: Vec<Row>,
     /// The first error writing the scratch file: the report cannot be written.
@@ -589,6 +593,15 @@ mod tests {
         for external in ["src=", "href=\"http", "@import", "url("] {
             assert!(!HTML_TEMPLATE.contains(external), "{external}");
         }
+    }
+
+    #[test]
+    fn the_page_data_never_closes_its_script() {
+        let mut out = Vec::new();
+        EscapeLt(&mut out)
+            .write_all(br#"{"text":"</script><!--"}"#)
+            .unwrap();
+        assert_eq!(out, br#"{"text":"\u003c/script>\u003c!--"}"#);
     }
 
     #[test]
