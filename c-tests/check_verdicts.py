@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """btfgen's load verdict against the running kernel's verifier (issue 23, item 5).
 
-For every kernel BTF × object, the report btfgen writes (`btfgen-report/2`: one row per libbpf
-entry program with `status`, `verdict` and `evidence`) is joined by program with what the
+For every kernel BTF × object, the report btfgen writes (`btfgen-report/3`: one row per libbpf
+entry program with `status`, `verdict` and `evidence`, each distinct row stored once and named
+by number from the kernels, see kernel_entries) is joined by program with what the
 kernel's verifier does when the program is loaded (never attached) with that BTF as
 btf_custom_path (out/verifier_load: `loaded`, `poison`, `relo_failed`, `other`), and:
 
@@ -54,7 +55,7 @@ VERIFIER_LOAD = os.path.join(HERE, "out", "verifier_load")
 KERNEL_CACHE = os.path.join(ROOT, "target", "kernels")
 VMLINUX = "/sys/kernel/btf/vmlinux"
 LINUX_7_1 = os.path.join(DATA, "targets", "vmlinux-7.1.btf.tar.xz")
-REPORT_FORMAT = "btfgen-report/2"
+REPORT_FORMAT = "btfgen-report/3"
 VERDICTS = {"loads", "rejected", "arch-mismatch", "unknown", "failed"}
 # uname -m -> BTFHub's arch directory
 ARCH_DIRS = {"x86_64": "x86_64", "aarch64": "arm64"}
@@ -160,7 +161,7 @@ def batch_reports(kernels, objs, tmp):
         data = json.load(f)
     if not check_format(data, "btfgen batch"):
         return None
-    by_path = {k["path"]: k for k in data["kernels"]}
+    by_path = {k["path"]: k for k in kernel_entries(data)}
     return {k.name: by_path.get(k.tree_path) for k in kernels}
 
 
@@ -179,7 +180,20 @@ def min_core_report(kernel, obj, tmp):
         return None
     if not check_format(data, f"min-core-btf {kernel.name} {obj}"):
         return None
-    return data["kernels"][0]
+    return kernel_entries(data)[0]
+
+
+def kernel_entries(data):
+    """The report's kernels, each with its program set's `verdicts` and `programs`, and each
+    program with its `relocations` records (btfgen-report/3 names them by number)."""
+    relocations, programs, sets = data["relocations"], data["programs"], data["program_sets"]
+    entries = []
+    for k in data["kernels"]:
+        s = sets[k["program_set"]]
+        rows = [dict(programs[i], relocations=[relocations[r] for r in programs[i]["relocations"]])
+                for i in s["programs"]]
+        entries.append(dict(k, verdicts=s["verdicts"], programs=rows))
+    return entries
 
 
 def check_format(data, what):

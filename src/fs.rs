@@ -51,7 +51,17 @@ const ELOOP: i32 = 40;
 /// the target's directory, renamed over the target; on failure the temporary file is removed
 /// and the target is untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
-    write_then(path, bytes, durability, |tmp, path| {
+    write_atomic_with(path, durability, |file| file.write_all(bytes))
+}
+
+/// [`write_atomic`] of what `fill` writes into the file, for outputs too large to hold in
+/// memory (the compatibility report of a whole BTFHub tree).
+pub fn write_atomic_with(
+    path: &Path,
+    durability: Durability,
+    fill: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+) -> io::Result<()> {
+    write_then(path, fill, durability, |tmp, path| {
         std::fs::rename(tmp, path)
     })
 }
@@ -61,13 +71,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> io::Re
 /// [`write_atomic`], writers racing for the same path never replace each other's file, so a
 /// hard link one of them made to it keeps naming the stored file.
 pub fn write_once(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
-    write_then(path, bytes, durability, |tmp, path| {
-        // link(2) never replaces an existing name, unlike rename(2).
-        match std::fs::hard_link(tmp, path) {
-            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-            _ => std::fs::remove_file(tmp),
-        }
-    })
+    write_then(
+        path,
+        |file| file.write_all(bytes),
+        durability,
+        |tmp, path| {
+            // link(2) never replaces an existing name, unlike rename(2).
+            match std::fs::hard_link(tmp, path) {
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+                _ => std::fs::remove_file(tmp),
+            }
+        },
+    )
 }
 
 /// A hidden name beside `path` for a file that is then moved over it, `.NAME.tmp.PID.N`: unique
@@ -90,11 +105,11 @@ pub fn temporary_path(path: &Path) -> io::Result<PathBuf> {
     )))
 }
 
-/// Write `bytes` into a new temporary file beside `path` (after following symbolic links),
-/// then `publish` it at the resolved path; the temporary file is removed on failure.
+/// Write what `fill` writes into a new temporary file beside `path` (after following symbolic
+/// links), then `publish` it at the resolved path; the temporary file is removed on failure.
 fn write_then(
     path: &Path,
-    bytes: &[u8],
+    fill: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
     durability: Durability,
     publish: impl FnOnce(&Path, &Path) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -116,7 +131,7 @@ fn write_then(
             // Set explicitly, so the umask does not apply: the file keeps exactly its mode.
             file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         }
-        file.write_all(bytes)?;
+        fill(&mut file)?;
         if durability == Durability::Synced {
             file.sync_all()?;
         }

@@ -6,6 +6,8 @@
 //! identical kernels collapsed into one row, columns grouped by object.
 
 mod batch_common;
+#[path = "support/report.rs"]
+mod report;
 
 use batch_common::*;
 use serde_json::Value;
@@ -291,9 +293,7 @@ fn report_agrees_with_relocate_for_every_cell() {
         &report_objects(),
     );
     let s = summary(&run);
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
-    assert_eq!(report["format"], "btfgen-report/2");
+    let report = report::read(&report_path);
     let rows = report["kernels"].as_array().unwrap();
     assert_eq!(rows.len(), kernels.len());
     let failed_paths: BTreeSet<&str> = s["failures"]
@@ -570,7 +570,7 @@ fn html_report_renders_in_headless_chromium() {
             "{class}"
         );
     }
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let report = report::read(&json);
     let rows = report["kernels"].as_array().unwrap();
     // A failed cell: its relocations, one with an error.
     let (row, cell) = rows
@@ -737,5 +737,169 @@ fn html_report_renders_in_headless_chromium() {
     assert!(png.len() > 10_000, "{} bytes", png.len());
     if let Ok(keep) = std::env::var("BTFGEN_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
+/// A tree of `count` kernels in BTFHub's layout, each a hard link to one of a few distinct
+/// BTFs kept in `sources` (outside the tree): the fixture example kernel, the same without
+/// `task_struct.real_parent` under `arm64` (an architecture mismatch for calls.bpf.o: no
+/// `x86_64` kernel lacks it), and under `s390x` targets on which objects load, are rejected or
+/// fail. As in BTFHub, most kernels are alike.
+fn build_linked_tree(tree: &Path, sources: &Path, count: usize) {
+    std::fs::create_dir_all(sources).unwrap();
+    let example = std::fs::read(data("targets/btf__example_kernel.btf")).unwrap();
+    let distinct: Vec<(&str, Vec<u8>)> = vec![
+        ("x86_64", example.clone()),
+        (
+            "arm64",
+            without_member(&example, "task_struct", "real_parent"),
+        ),
+        (
+            "s390x",
+            std::fs::read(data("targets/btf__fields.btf")).unwrap(),
+        ),
+        (
+            "s390x",
+            std::fs::read(data("targets/btf__bitfields_bad.btf")).unwrap(),
+        ),
+        (
+            "s390x",
+            std::fs::read(data("targets/btf__flavors_old.btf")).unwrap(),
+        ),
+    ];
+    let distros = [
+        "ubuntu/20.04",
+        "ubuntu/22.04",
+        "debian/12",
+        "fedora/38",
+        "amzn/2",
+    ];
+    for (n, (_, bytes)) in distinct.iter().enumerate() {
+        std::fs::write(sources.join(format!("{n}.btf")), bytes).unwrap();
+    }
+    for i in 0..count {
+        let (n, (arch, _)) = (i % distinct.len(), &distinct[i % distinct.len()]);
+        let dir = tree
+            .join(distros[i / distinct.len() % distros.len()])
+            .join(arch);
+        std::fs::create_dir_all(&dir).unwrap();
+        let name = dir.join(format!("5.{}.0-{i}-generic.btf", i / 50));
+        std::fs::hard_link(sources.join(format!("{n}.btf")), name).unwrap();
+    }
+}
+
+/// 2,000 kernels: the report stores each distinct row once, so that its page grows by each
+/// added kernel's own record only (not by the kernel's rows), it is byte-identical whatever
+/// the threads, and the page opens in headless Chromium and answers its filters.
+#[test]
+fn the_report_of_2000_kernels_grows_with_distinct_rows_and_its_page_answers_filters() {
+    let tmp = TempDir::new("report-2000");
+    let sources = tmp.0.join("sources");
+    let (small, large) = (tmp.0.join("t50"), tmp.0.join("t2000"));
+    build_linked_tree(&small, &sources, 50);
+    build_linked_tree(&large, &sources, 2000);
+    let report = |tree: &Path, file: &str, jobs: &str| {
+        let path = tmp.0.join(file);
+        let arg = format!("--report={}", path.display());
+        let out = tmp.0.join(format!("out-{file}"));
+        let run = batch_with(tree, &out, &[&arg, "-j", jobs], &report_objects());
+        assert!(path.exists(), "{}", stderr(&run));
+        std::fs::remove_dir_all(&out).unwrap();
+        path
+    };
+    let json = report(&large, "2000.json", "2");
+    let page = report(&large, "2000.html", "2");
+    let small_page = report(&small, "50.html", "2");
+    // Deterministic: the same bytes from one thread as from two.
+    let json_bytes = std::fs::read(&json).unwrap();
+    assert_eq!(
+        std::fs::read(report(&large, "2000-j1.json", "1")).unwrap(),
+        json_bytes
+    );
+    let text = String::from_utf8(json_bytes).unwrap();
+    let expanded = report::expand(&serde_json::from_str(&text).unwrap());
+    let rows = expanded["kernels"].as_array().unwrap();
+    assert_eq!(rows.len(), 2000);
+
+    // Size: each added kernel adds its own record (path, fields, status, error, set number:
+    // one line of the JSON) and nothing else, while its rows in /2's form are far larger.
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len() as usize;
+    let kernel_lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "\"kernels\":[")
+        .skip(1)
+        .filter(|l| l.starts_with('{'))
+        .collect();
+    assert_eq!(kernel_lines.len(), 2000);
+    let longest = kernel_lines.iter().map(|l| l.len() + 2).max().unwrap();
+    let growth = size(&page) - size(&small_page);
+    eprintln!(
+        "pages: 50 kernels {} bytes, 2000 kernels {} bytes; longest kernel record {longest}",
+        size(&small_page),
+        size(&page)
+    );
+    assert!(growth <= 1950 * longest, "{growth} bytes for 1950 kernels");
+    let expanded_bytes: usize = rows.iter().map(|r| r["programs"].to_string().len()).sum();
+    assert!(
+        expanded_bytes > 10 * size(&page),
+        "{expanded_bytes} bytes of rows in /2's form, a page of {}",
+        size(&page)
+    );
+
+    let Some(browser) = chromium() else {
+        eprintln!("SKIP (part): chromium not installed (CI installs Debian's chromium)");
+        return;
+    };
+    // The filters: the rows shown, and the kernels counted, are exactly the matching ones.
+    let has = |r: &Value, verdict: &str| {
+        r["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["verdict"] == verdict)
+    };
+    type Keep<'a> = &'a dyn Fn(&Value) -> bool;
+    let filters: [(&str, Keep); 4] = [
+        ("", &|_| true),
+        ("verdict=failed", &|r| has(r, "failed")),
+        ("verdict=arch-mismatch&arch=arm64", &|r| {
+            r["arch"] == "arm64" && has(r, "arch-mismatch")
+        }),
+        ("status=poisoned&distro=debian", &|r| {
+            r["status"] == "poisoned" && r["distro"] == "debian"
+        }),
+    ];
+    for (fragment, keep) in filters {
+        let kept: Vec<Value> = rows.iter().filter(|r| keep(r)).cloned().collect();
+        assert!(
+            !kept.is_empty() && kept.len() < 2000 || fragment.is_empty(),
+            "{fragment}"
+        );
+        let dom = headless(
+            browser,
+            &format!("file://{}#{fragment}", page.display()),
+            None,
+        );
+        let groups = expected_rows(&kept);
+        assert_eq!(
+            dom.matches("<tr data-kernel=").count(),
+            groups.len(),
+            "{fragment}"
+        );
+        for paths in &groups {
+            let row = format!(
+                "<tr data-kernel=\"{}\" data-count=\"{}\">",
+                paths[0],
+                paths.len()
+            );
+            assert!(dom.contains(&row), "{fragment}: {row}");
+        }
+        assert!(dom.contains("2000 kernel(s), "), "{fragment}");
+        let showing = format!(
+            "showing {} kernel(s) in {} row(s)",
+            kept.len(),
+            groups.len()
+        );
+        assert!(dom.contains(&showing), "{fragment}: {showing}");
     }
 }

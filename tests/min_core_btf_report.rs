@@ -5,6 +5,8 @@
 
 #[path = "support/cli.rs"]
 mod cli;
+#[path = "support/report.rs"]
+mod report;
 
 use cli::{TempDir, btfgen, data};
 use serde_json::Value;
@@ -28,8 +30,7 @@ fn the_report_of_a_failing_kernel_is_written_and_matches_relocate() {
     ]);
     assert!(!run.status.success());
     assert!(!out.exists(), "no output when a relocation fails");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(report["format"], "btfgen-report/2");
+    let report = report::read(&report);
     assert_eq!(report["arch_mismatches"], serde_json::json!([]));
     let kernels = report["kernels"].as_array().unwrap();
     assert_eq!(kernels.len(), 1);
@@ -111,7 +112,7 @@ fn the_report_of_a_failing_kernel_is_written_and_matches_relocate() {
     ]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));
-    assert!(page.contains("btfgen-report/2"));
+    assert!(page.contains(report::FORMAT));
     for external in ["http://", "https://", "src="] {
         assert!(!page.contains(external), "{external}");
     }

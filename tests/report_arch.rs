@@ -6,6 +6,8 @@
 //! architecture's kernels.
 
 mod batch_common;
+#[path = "support/report.rs"]
+mod report;
 
 use batch_common::*;
 use serde_json::Value;
@@ -44,8 +46,7 @@ fn run(tree: &Path, out: &Path, extra: &[&str]) -> (Value, Value, String) {
     let log = stderr(&output);
     assert!(output.status.success(), "{log}");
     let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    (summary, report, log)
+    (summary, report::read(&report), log)
 }
 
 fn verdict(report: &Value, kernel: &str, program: &str) -> (String, String) {

@@ -143,13 +143,22 @@ struct Done {
 /// A kernel file not minimized because another has its output path: (output path, why).
 type Skipped = (String, String);
 
+/// What every compute thread reads: the objects, their scan plan, the earlier run's index
+/// entries (`--resume`) and the report's rows (`--report`).
+type Shared<'a, 'o> = (
+    &'a [LocalObject<'o>],
+    &'a ScanPlan<'o>,
+    &'a BTreeMap<String, Value>,
+    Option<&'a report::RowStore>,
+);
+
 /// A computed output on its way to a writer thread.
 struct WriteJob {
     index: usize,
     bytes: Vec<u8>,
     done: Done,
     input_sha256: Option<String>,
-    cells: Vec<Value>,
+    rows: Vec<u32>,
     verdicts: KernelVerdicts,
 }
 
@@ -159,8 +168,8 @@ struct Finished {
     /// SHA-256 of the kernel's file, when the index is kept.
     input_sha256: Option<String>,
     result: Result<Output, String>,
-    /// The kernel's report cells (with `--report`).
-    cells: Vec<Value>,
+    /// The kernel's report rows by number ([`report::RowStore`], with `--report`).
+    rows: Vec<u32>,
     /// Its entry programs' verdicts (empty when it was not relocated).
     verdicts: KernelVerdicts,
 }
@@ -194,8 +203,8 @@ struct Tally {
     errors: Vec<String>,
     /// Index entries by output path.
     entries: BTreeMap<String, Value>,
-    /// Report rows, one per kernel (with `--report`), in the order of `verdicts`.
-    rows: Vec<Value>,
+    /// The report's kernels (with `--report`), in the order of `verdicts`.
+    report: Vec<report::ReportKernel>,
     /// Every finished kernel's verdicts.
     verdicts: Vec<KernelVerdicts>,
     /// The objects that do not fit an architecture, found once every kernel is done.
@@ -266,6 +275,17 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         removed_temporaries: stale,
         ..Tally::default()
     };
+    // The report's rows, stored once each as kernels finish; without it the run goes on.
+    let store = args
+        .report
+        .as_deref()
+        .and_then(|path| match report::RowStore::new(path) {
+            Ok(store) => Some(store),
+            Err(e) => {
+                tally.errors.push(e.0);
+                None
+            }
+        });
     let mut journal = None;
     if args.keeps_index() {
         match dedup::Journal::create(&args.out_dir, &run_key) {
@@ -287,8 +307,8 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let (done_tx, write_tx) = (done_tx.clone(), write_tx.clone());
-            let (kernels, objects, plan, next, previous) =
-                (&kernels, &objects, &plan, &next, &previous);
+            let (kernels, objects, plan, next, previous, store) =
+                (&kernels, &objects, &plan, &next, &previous, store.as_ref());
             scope.spawn(move || {
                 let (mut input, mut unpacked) = (Vec::new(), Vec::new());
                 loop {
@@ -299,7 +319,8 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
                     let buffers = (&mut input, &mut unpacked);
                     // The writers and the main thread outlive every compute thread, so the
                     // sends cannot fail.
-                    match process(args, kernel, index, objects, plan, previous, buffers) {
+                    let shared = (objects.as_slice(), plan, previous, store);
+                    match process(args, kernel, index, shared, buffers) {
                         Step::Write(job) => drop(write_tx.send(job)),
                         Step::Done(finished) => drop(done_tx.send(finished)),
                     }
@@ -327,7 +348,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
                         index: job.index,
                         input_sha256: job.input_sha256,
                         result,
-                        cells: job.cells,
+                        rows: job.rows,
                         verdicts: job.verdicts,
                     });
                 }
@@ -354,10 +375,10 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     write_products(
         args,
         &mut tally,
+        (store, &skipped),
         journal,
         &run_key,
         &object_hashes,
-        &skipped,
         &names,
     );
     for e in &tally.errors {
@@ -377,17 +398,15 @@ fn process(
     args: &BatchArgs,
     kernel: &Kernel,
     index: usize,
-    objects: &[LocalObject<'_>],
-    plan: &ScanPlan<'_>,
-    previous: &BTreeMap<String, Value>,
+    (objects, plan, previous, store): Shared<'_, '_>,
     (input, unpacked): (&mut Vec<u8>, &mut Vec<u8>),
 ) -> Step {
-    let finished = |input_sha256, result, cells, verdicts| {
+    let finished = |input_sha256, result, rows, verdicts| {
         Step::Done(Finished {
             index,
             input_sha256,
             result,
-            cells,
+            rows,
             verdicts,
         })
     };
@@ -400,40 +419,39 @@ fn process(
             .get(kernel.relative.to_string_lossy().as_ref())
             .filter(|entry| dedup::still_valid(&args.out_dir, entry, hash))
     });
-    let reuse = |entry: &Value, cells, verdicts| {
+    let reuse = |entry: &Value, rows, verdicts| {
         let output = Output {
             done: None,
             sha256: entry["sha256"].as_str().map(str::to_string),
             size: entry["size"].as_u64().unwrap_or(0),
         };
-        finished(input_sha256.clone(), Ok(output), cells, verdicts)
+        finished(input_sha256.clone(), Ok(output), rows, verdicts)
     };
-    if let (Some(entry), None) = (up_to_date, &args.report) {
+    if let (Some(entry), None) = (up_to_date, store) {
         return reuse(entry, Vec::new(), KernelVerdicts::default());
     }
-    let mut cells = Vec::new();
+    let mut rows = Vec::new();
     let mut verdicts = KernelVerdicts::default();
-    let want_cells = args.report.is_some().then_some(&mut cells);
     let minimized = minimize(
         kernel,
         objects,
         plan,
         (input, unpacked),
         &mut verdicts,
-        want_cells,
+        store.map(|s| (s, &mut rows)),
     );
     match (minimized, up_to_date) {
         // The report needed the relocations; the output on disk stands.
-        (Ok(_), Some(entry)) => reuse(entry, cells, verdicts),
+        (Ok(_), Some(entry)) => reuse(entry, rows, verdicts),
         (Ok((bytes, done)), None) => Step::Write(WriteJob {
             index,
             bytes,
             done,
             input_sha256,
-            cells,
+            rows,
             verdicts,
         }),
-        (Err(e), _) => finished(input_sha256, Err(e.0), cells, verdicts),
+        (Err(e), _) => finished(input_sha256, Err(e.0), rows, verdicts),
     }
 }
 
@@ -448,12 +466,13 @@ impl Tally {
     ) -> Value {
         let rel = kernel.relative.to_string_lossy().into_owned();
         let fields = dedup::kernel_fields(&kernel.relative);
+        let mut verdicts = finished.verdicts;
         if args.report.is_some() {
             let error = finished.result.as_ref().err().map(String::as_str);
-            let row = report::kernel_row(&rel, fields.clone(), finished.cells, error);
-            self.rows.push(row);
+            let (path, rows) = (&rel, finished.rows);
+            let kernel = report::ReportKernel::new(path, fields.clone(), rows, &verdicts, error);
+            self.report.push(kernel);
         }
-        let mut verdicts = finished.verdicts;
         verdicts.arch = kernel_arch(&kernel.relative);
         self.verdicts.push(verdicts);
         let mut entry = fields;
@@ -499,14 +518,15 @@ impl Tally {
 }
 
 /// After the kernels: the index (then the journal goes), the store's unused files, the archive
-/// and the report. Errors go to `tally.errors`.
+/// and the report (its rows in `store`, the kernels `skipped` in it too). Errors go to
+/// `tally.errors`.
 fn write_products(
     args: &BatchArgs,
     tally: &mut Tally,
+    (store, skipped): (Option<report::RowStore>, &[Skipped]),
     journal: Option<dedup::Journal>,
     run_key: &str,
     object_hashes: &[(String, String)],
-    skipped: &[Skipped],
     object_names: &[String],
 ) {
     if args.keeps_index() {
@@ -528,21 +548,24 @@ fn write_products(
             Err(e) => tally.errors.push(e.0),
         }
     }
-    if let Some(path) = &args.report {
-        for (row, verdicts) in tally.rows.iter_mut().zip(&tally.verdicts) {
-            report::set_verdicts(row, verdicts);
-        }
+    if let (Some(path), Some(store)) = (&args.report, store) {
         // Skipped kernels (a second file for the same output) are in the report too.
-        let mut rows: Vec<Value> = skipped
+        let none = KernelVerdicts::default();
+        let mut kernels: Vec<(report::ReportKernel, &KernelVerdicts)> = skipped
             .iter()
             .map(|(rel, line)| {
                 let fields = dedup::kernel_fields(Path::new(rel));
-                report::kernel_row(rel, fields, Vec::new(), Some(line))
+                let kernel = report::ReportKernel::new(rel, fields, Vec::new(), &none, Some(line));
+                (kernel, &none)
             })
             .collect();
-        rows.append(&mut tally.rows);
-        rows.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
-        if let Err(e) = report::write(path, object_names, &tally.mismatches, rows) {
+        kernels.extend(
+            std::mem::take(&mut tally.report)
+                .into_iter()
+                .zip(&tally.verdicts),
+        );
+        let written = report::write(path, object_names, &tally.mismatches, store, kernels);
+        if let Err(e) = written {
             tally.errors.push(e.0);
         }
     }
@@ -777,15 +800,16 @@ fn read_input(kernel: &Kernel, input: &mut Vec<u8>) -> CliResult<()> {
 
 /// Minimize `objects` (whose candidates `plan` finds) against one kernel, whose file's bytes are
 /// `input`: the output bytes and what went in and out. `unpacked` is the calling thread's buffer
-/// for a packed kernel. Each entry program's verdict goes to `verdicts`, and with `cells`, its
-/// report cell there (also when a relocation fails the kernel: every object is relocated).
+/// for a packed kernel. Each entry program's verdict goes to `verdicts`, and with `rows`, its
+/// report row to the store and the row's number to the list (also when a relocation fails the
+/// kernel: every object is relocated).
 fn minimize(
     kernel: &Kernel,
     objects: &[LocalObject<'_>],
     plan: &ScanPlan<'_>,
     (input, unpacked): (&[u8], &mut Vec<u8>),
     verdicts: &mut KernelVerdicts,
-    mut cells: Option<&mut Vec<Value>>,
+    mut rows: Option<(&report::RowStore, &mut Vec<u32>)>,
 ) -> CliResult<(Vec<u8>, Done)> {
     let name = kernel.input.display();
     let data: &[u8] = if kernel.packed {
@@ -811,7 +835,7 @@ fn minimize(
             .map_err(context(format!("{name}: {}", o.name)))?;
         let programs = report::record_object(
             verdicts,
-            cells.as_deref_mut(),
+            rows.as_mut().map(|(store, ids)| (*store, &mut **ids)),
             (at, o.name),
             &o.object,
             &o.btf,

@@ -178,15 +178,19 @@ fn minimize(
     started: Instant,
     input: &Path,
 ) -> CliResult<ExitCode> {
-    let mut cells = Vec::new();
+    let mut rows = Vec::new();
+    let store = args
+        .report
+        .as_deref()
+        .map(report::RowStore::new)
+        .transpose()?;
     let mut verdicts = KernelVerdicts::default();
     let mut failed = None;
     for (at, (name, obj, local)) in parsed.iter().enumerate() {
         let relocated = info.relocate(obj, local).map_err(context(name))?;
-        let want_cells = args.report.is_some().then_some(&mut cells);
         let programs = report::record_object(
             &mut verdicts,
-            want_cells,
+            store.as_ref().map(|s| (s, &mut rows)),
             (at, name),
             obj,
             local,
@@ -201,16 +205,15 @@ fn minimize(
             }
         }
     }
-    if let Some(path) = &args.report {
+    if let (Some(path), Some(store)) = (&args.report, store) {
         let name = input.display().to_string();
         let fields =
             serde_json::json!({"distro": null, "version": null, "arch": null, "kernel": name});
         let error = failed.as_ref().map(|e| e.0.as_str());
-        let mut row = report::kernel_row(&name, fields, cells, error);
-        report::set_verdicts(&mut row, &verdicts);
+        let kernel = report::ReportKernel::new(&name, fields, rows, &verdicts, error);
         let objects: Vec<String> = parsed.iter().map(|(name, ..)| name.to_string()).collect();
         // One kernel has one architecture: no mismatch to find.
-        report::write(path, &objects, &[], vec![row])?;
+        report::write(path, &objects, &[], store, vec![(kernel, &verdicts)])?;
     }
     if let Some(e) = failed {
         return Err(e);

@@ -109,6 +109,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult<()> {
     btfgen::fs::write_atomic(path, bytes, Durability::Unsynced).map_err(context(path.display()))
 }
 
+/// As [`write_atomic`], of what `fill` writes ([`btfgen::fs::write_atomic_with`]).
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> CliResult<()> {
+    input::check_inputs()?;
+    btfgen::fs::write_atomic_with(path, Durability::Unsynced, fill).map_err(context(path.display()))
+}
+
 /// As [`write_atomic`], but a file already at `path` is left as it is
 /// ([`btfgen::fs::write_once`]: content-addressed outputs).
 pub fn write_once(path: &Path, bytes: &[u8]) -> CliResult<()> {
