@@ -20,9 +20,11 @@
 //! `--report` writes the compatibility report ([`super::report`]), `--json` the summary as JSON
 //! on stdout.
 
-use super::dedup::{self, LinkMode};
-use super::verdicts::{self, ArchMismatch, KernelVerdicts, VerdictCounts};
-use super::{
+mod tree;
+
+use crate::cli::dedup::{self, LinkMode};
+use crate::cli::verdicts::{self, ArchMismatch, KernelVerdicts, VerdictCounts};
+use crate::cli::{
     CliError, CliResult, context, parse_target, read_file, report, scan_plan, write_atomic,
 };
 use btfgen::btf::Btf;
@@ -32,27 +34,15 @@ use btfgen::object::BpfObject;
 use btfgen::select::identity::arch_folder;
 use serde_json::{Value, json};
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
-use std::ffi::OsStr;
-use std::io::{IsTerminal, Read};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
-
-/// Suffix of a raw kernel BTF.
-const BTF_SUFFIX: &str = ".btf";
-/// Suffix of a packed kernel BTF (BTFHub's archive format).
-const PACKED_SUFFIX: &str = ".btf.tar.xz";
-/// Start of every xz stream.
-const XZ_MAGIC: &[u8] = b"\xfd7zXZ\0";
-/// Largest `.btf` accepted from an archive (the biggest kernel BTFs are well under 16 MiB).
-const MAX_ARCHIVED_BTF: u64 = 1 << 30;
-/// Most of an archive member's declared size reserved up front; a larger member grows the buffer
-/// as it is actually read, so a lying header cannot make us allocate.
-const RESERVE_AT_MOST: u64 = 64 << 20;
+use tree::{BTF_SUFFIX, Kernel, PACKED_SUFFIX, Skipped, find_kernels, read_input, unpack};
 
 /// Arguments of `btfgen batch`.
 #[derive(clap::Args)]
@@ -105,16 +95,6 @@ impl BatchArgs {
     }
 }
 
-/// One kernel BTF found under `--btf-dir`.
-struct Kernel {
-    /// The file, as found (under `--btf-dir`).
-    input: PathBuf,
-    /// Output path relative to `--out-dir`: the input's relative path, ending in `.btf`.
-    relative: PathBuf,
-    /// `KERNEL.btf.tar.xz` rather than `KERNEL.btf`.
-    packed: bool,
-}
-
 /// One object, parsed once and shared by every thread.
 struct LocalObject<'a> {
     name: &'a str,
@@ -139,9 +119,6 @@ struct Done {
     relocations: u64,
     resolved: u64,
 }
-
-/// A kernel file not minimized because another has its output path: (output path, why).
-type Skipped = (String, String);
 
 /// What every compute thread reads: the objects, their scan plan, the earlier run's index
 /// entries (`--resume`) and the report's rows (`--report`).
@@ -701,78 +678,6 @@ fn parse_object<'a>(name: &'a str, data: &'a [u8]) -> CliResult<LocalObject<'a>>
     Ok(LocalObject { name, object, btf })
 }
 
-/// Every kernel BTF under `root`, sorted by path, and (output path, failure line) for each one
-/// whose output path another one already has (`K.btf` next to `K.btf.tar.xz`). Hidden entries
-/// and `out_dir` (when it lies inside `root`) are skipped; symlinks to directories are not
-/// followed, but a symlink named like a kernel is one (a dangling one fails when read).
-fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Skipped>)> {
-    let skip = std::fs::canonicalize(out_dir).ok();
-    let mut found = Vec::new();
-    let mut pending = vec![PathBuf::new()];
-    while let Some(rel) = pending.pop() {
-        let dir = root.join(&rel);
-        if skip.is_some() && std::fs::canonicalize(&dir).ok() == skip {
-            continue;
-        }
-        for entry in std::fs::read_dir(&dir).map_err(context(dir.display()))? {
-            let entry = entry.map_err(context(dir.display()))?;
-            let name = entry.file_name();
-            if name.as_encoded_bytes().starts_with(b".") {
-                continue;
-            }
-            let file_type = entry.file_type().map_err(context(entry.path().display()))?;
-            if file_type.is_dir() {
-                pending.push(rel.join(&name));
-                continue;
-            }
-            if !file_type.is_file() && !file_type.is_symlink() {
-                continue;
-            }
-            let bytes = name.as_encoded_bytes();
-            let (out_name, packed) = if bytes.ends_with(PACKED_SUFFIX.as_bytes()) {
-                // "K.btf.tar.xz" -> "K.btf.tar" -> "K.btf".
-                let stem = Path::new(&name)
-                    .file_stem()
-                    .map(Path::new)
-                    .and_then(Path::file_stem);
-                (PathBuf::from(stem.unwrap_or(&name)), true)
-            } else if bytes.ends_with(BTF_SUFFIX.as_bytes()) {
-                (PathBuf::from(&name), false)
-            } else {
-                continue;
-            };
-            found.push(Kernel {
-                input: entry.path(),
-                relative: rel.join(out_name),
-                packed,
-            });
-        }
-    }
-    // Sorted by output path, plain before packed: the order kernels are handed out and
-    // duplicates are told apart in.
-    found.sort_by(|a, b| (&a.relative, a.packed).cmp(&(&b.relative, b.packed)));
-    let mut kernels: Vec<Kernel> = Vec::with_capacity(found.len());
-    let mut failures = Vec::new();
-    let mut seen: HashMap<PathBuf, PathBuf> = HashMap::new();
-    for k in found {
-        if let Some(first) = seen.get(&k.relative) {
-            failures.push((
-                k.relative.to_string_lossy().into_owned(),
-                format!(
-                    "{}: skipped: same output {} as {}",
-                    k.input.display(),
-                    k.relative.display(),
-                    first.display()
-                ),
-            ));
-            continue;
-        }
-        seen.insert(k.relative.clone(), k.input.clone());
-        kernels.push(k);
-    }
-    Ok((kernels, failures))
-}
-
 /// A kernel's architecture: the ARCH directory of its BTFHub path, normalized.
 fn kernel_arch(relative: &Path) -> Option<String> {
     let fields = dedup::kernel_fields(relative);
@@ -785,17 +690,6 @@ fn verdict_counts(tally: &Tally) -> VerdictCounts {
     let mut counts = VerdictCounts::default();
     counts.add(tally.verdicts.iter().flat_map(|k| &k.programs));
     counts
-}
-
-/// Read a kernel's file into `input`, the calling thread's buffer, reused from kernel to
-/// kernel (a kernel BTF is a few MiB: fresh buffers would cost a page fault every 4 KiB, each
-/// time).
-fn read_input(kernel: &Kernel, input: &mut Vec<u8>) -> CliResult<()> {
-    input.clear();
-    std::fs::File::open(&kernel.input)
-        .and_then(|mut f| f.read_to_end(input))
-        .map(drop)
-        .map_err(context(kernel.input.display()))
 }
 
 /// Minimize `objects` (whose candidates `plan` finds) against one kernel, whose file's bytes are
@@ -865,52 +759,6 @@ fn minimize(
         resolved: stats.resolved as u64,
     };
     Ok((minimized.bytes, done))
-}
-
-/// Decompress an xz-compressed tar into `out`: its one regular file, or the entry named
-/// `expected` if there are several.
-fn unpack(archive: &[u8], expected: &OsStr, out: &mut Vec<u8>) -> Result<(), String> {
-    if !archive.starts_with(XZ_MAGIC) {
-        return Err("not an xz file".into());
-    }
-    let mut tar = tar::Archive::new(liblzma::read::XzDecoder::new(archive));
-    let (mut have, mut have_by_name, mut files) = (false, false, 0usize);
-    for entry in tar.entries().map_err(|e| format!("reading archive: {e}"))? {
-        let mut entry = entry.map_err(|e| format!("reading archive: {e}"))?;
-        if !entry.header().entry_type().is_file() {
-            continue;
-        }
-        files += 1;
-        let by_name = entry
-            .path()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n == expected))
-            .unwrap_or(false);
-        if have && (have_by_name || !by_name) {
-            continue;
-        }
-        let size = entry.size();
-        if size > MAX_ARCHIVED_BTF {
-            return Err(format!(
-                "archive member of {size} bytes is too large for a BTF"
-            ));
-        }
-        out.clear();
-        out.try_reserve_exact(size.min(RESERVE_AT_MOST) as usize)
-            .map_err(|e| format!("reading archive: {e}"))?;
-        entry
-            .read_to_end(out)
-            .map_err(|e| format!("reading archive: {e}"))?;
-        (have, have_by_name) = (true, by_name);
-    }
-    match (have, have_by_name) {
-        (false, _) => Err("archive holds no file".into()),
-        (true, false) if files > 1 => Err(format!(
-            "archive holds {files} files, none named {}",
-            expected.to_string_lossy()
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// Write one kernel's output under OUT: stored by hash and linked with `--dedup`, else at its
