@@ -3,7 +3,8 @@
 //! verifier's rules (`is_branch_taken`, stack spill tracking, calls).
 
 use super::dead_code_guards;
-use super::interp::{Annotation, Budget, Code, Outcome, explore};
+use super::interp::{Annotation, Budget, Code, Outcome};
+use super::solver::explore;
 use crate::core::patch::POISON_HELPER_ID;
 use crate::object::Insn;
 use alloc::vec;
