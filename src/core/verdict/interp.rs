@@ -259,14 +259,24 @@ impl Frame {
     fn join(&mut self, other: &Frame) -> bool {
         let mut changed = false;
         for (mine, theirs) in self.regs.iter_mut().zip(other.regs) {
-            let joined = join_value(*mine, theirs);
-            changed |= joined != *mine;
-            *mine = joined;
+            if *mine != theirs {
+                let joined = join_value(*mine, theirs);
+                changed |= joined != *mine;
+                *mine = joined;
+            }
         }
+        // Both stacks are sorted by offset: one walk pairs them up.
+        let mut theirs = other.stack.iter().peekable();
         for (base, slot) in self.stack.iter_mut() {
-            let joined = join_slot(slot, other.slot(*base).unwrap_or(&EMPTY_SLOT));
-            changed |= joined != *slot;
-            *slot = joined;
+            while theirs.next_if(|(b, _)| b < base).is_some() {}
+            let other_slot = theirs
+                .next_if(|(b, _)| b == base)
+                .map_or(&EMPTY_SLOT, |(_, s)| s);
+            if slot != other_slot {
+                let joined = join_slot(slot, other_slot);
+                changed |= joined != *slot;
+                *slot = joined;
+            }
         }
         changed
     }

@@ -13,15 +13,22 @@
 //! branches on one path to each reached poison (`paths`).
 
 use super::Branch;
-use super::interp::{Budget, Code, Flow, LoadTimeEdge, Outcome, Reach, State, Value, step};
+use super::interp::{
+    Annotation, Budget, Code, Flow, LoadTimeEdge, Outcome, Reach, State, Value, step,
+};
 use crate::core::patch::{CLASS_JMP, LD_IMM64};
 use crate::error::{Error, Result};
 use crate::fallible;
-use alloc::collections::VecDeque;
+use alloc::collections::BinaryHeap;
 use alloc::vec::Vec;
+use core::cmp::Reverse;
 use hashbrown::HashMap;
 
 const CLASS_JMP32: u8 = 0x06;
+/// `BPF_JMP | BPF_CALL`.
+const CALL: u8 = CLASS_JMP | 0x80;
+/// A call's `src_reg` for a BPF-to-BPF call.
+const PSEUDO_CALL: u8 = 1;
 
 /// How an executable edge leaves its block, for the evidence.
 #[derive(Clone, Copy, Debug)]
@@ -41,6 +48,9 @@ struct Edge {
 }
 
 /// How the last evaluation of a block ended.
+// One per block and context, rewritten on each evaluation: boxing the branches would allocate
+// each time for no memory saved.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug)]
 enum Term {
     /// Not evaluated (the budget stopped the pass first).
@@ -87,7 +97,9 @@ struct Solver<'c> {
     roots: Vec<u32>,
     nodes: Vec<Node>,
     node_at: HashMap<(u32, u32), u32>,
-    work: VecDeque<u32>,
+    /// Queued blocks, by (context, first instruction), lowest first: a context's blocks in
+    /// program order, so most are evaluated once, after all their predecessors.
+    work: BinaryHeap<Reverse<(u32, u32, u32)>>,
     out: Outcome,
 }
 
@@ -105,7 +117,7 @@ pub(super) fn explore(code: &Code<'_>, budget: Budget) -> Result<Outcome> {
         roots: Vec::new(),
         nodes: Vec::new(),
         node_at: HashMap::new(),
-        work: VecDeque::new(),
+        work: BinaryHeap::new(),
         out: Outcome {
             visited,
             ..Outcome::default()
@@ -144,8 +156,12 @@ fn leaders(code: &Code<'_>) -> Result<Vec<bool>> {
     for (pc, insn) in insns.iter().enumerate() {
         let pc = pc as u32;
         let straight = pc.wrapping_add(if insn.code == LD_IMM64 { 2 } else { 1 });
+        // A helper call goes straight on (a callback's return joins there as a new block).
         let class = insn.code & 0x07;
-        if class == CLASS_JMP || class == CLASS_JMP32 {
+        let helper = insn.code == CALL
+            && (insn.src_reg != PSEUDO_CALL
+                || code.annotations.get(pc as usize) == Some(&Annotation::Kfunc));
+        if (class == CLASS_JMP || class == CLASS_JMP32) && !helper {
             mark(pc.wrapping_add(1));
         }
         for succ in super::interp::successors(insns, pc).into_iter().flatten() {
@@ -200,7 +216,7 @@ impl Solver<'_> {
             if node.state.join(&state) && !node.queued {
                 node.queued = true;
                 self.work.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
-                self.work.push_back(id);
+                self.work.push(Reverse((context, start, id)));
             }
             return Ok(Some(id));
         }
@@ -224,12 +240,12 @@ impl Solver<'_> {
             .map_err(|_| Error::OutOfMemory)?;
         self.node_at.insert((context, start), id);
         self.work.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
-        self.work.push_back(id);
+        self.work.push(Reverse((context, start, id)));
         Ok(Some(id))
     }
 
     fn run(&mut self) -> Result<()> {
-        while let Some(id) = self.work.pop_front() {
+        while let Some(Reverse((_, _, id))) = self.work.pop() {
             if !self.evaluate(id)? {
                 return Ok(());
             }
