@@ -1,18 +1,17 @@
-//! The abstract interpreter: the kernel verifier's path exploration (`do_check`), reduced to
-//! what decides whether a poisoned instruction is reachable.
+//! The abstract values and one instruction's effect on them: the kernel verifier's
+//! `do_check`, reduced to what decides whether a poisoned instruction is reachable.
 //!
-//! Each path carries registers r0-r10 and 8-byte stack slots per call frame. Values are
-//! constants (with the relocation whose patched immediate they come from), values the loader
-//! sets before load (`.rodata`, `.kconfig`, ksyms), pointers, or unknown scalars. Like the
-//! verifier, a conditional jump whose operands are both known takes only its live edge
-//! (`is_branch_taken`), any other forks the path; stack slots keep what the verifier keeps
-//! (`check_stack_write_fixed_off` / `check_stack_read_fixed_off`): spilled registers and `BPF_ST`
-//! immediates at 8-byte aligned offsets, bytes known to be zero, everything else unknown.
-//! Static sub-programs and callbacks are entered with a new frame; global sub-programs are
-//! checked on their own with unknown arguments and return an unknown value, as the verifier
-//! does. A path is dropped when the exact same state was already explored from a fork, and the
-//! whole exploration is bounded by a visit and a state budget. The work list is a heap
-//! `Vec`: nothing recurses on the Rust stack.
+//! A state holds registers r0-r10 and 8-byte stack slots per call frame. Values are constants
+//! (with the relocation whose patched immediate they come from), values the loader sets before
+//! load (`.rodata`, `.kconfig`, ksyms), pointers, or unknown scalars. Like the verifier, a
+//! conditional jump whose operands are both known takes only its live edge
+//! (`is_branch_taken`), any other has both edges live; stack slots keep what the verifier
+//! keeps (`check_stack_write_fixed_off` / `check_stack_read_fixed_off`): spilled registers and
+//! `BPF_ST` immediates at 8-byte aligned offsets, bytes known to be zero, everything else
+//! unknown. Static sub-programs and callbacks are entered with a new frame; global
+//! sub-programs are checked on their own with unknown arguments and return an unknown value,
+//! as the verifier does. Where two paths meet, `State::join` keeps what both agree on; the
+//! `solver` propagates states over the control-flow graph.
 
 use super::{Branch, Operand};
 use crate::core::patch::{
@@ -23,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::fallible;
 use crate::object::Insn;
 use alloc::vec::Vec;
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
 
 const CLASS_JMP32: u8 = 0x06;
 const MODE_MEM: u8 = 0x60;
@@ -60,6 +59,9 @@ pub(super) enum Annotation {
     Extern,
     /// An `ld_imm64` of other data (maps, `.data`, `.bss`): a pointer to runtime values.
     RuntimeData,
+    /// A call of an undefined extern: a kfunc, which libbpf turns into a kfunc call
+    /// (`BPF_PSEUDO_KFUNC_CALL`) though clang emits it as a BPF-to-BPF call to itself.
+    Kfunc,
 }
 
 /// The program to explore.
@@ -72,12 +74,12 @@ pub(super) struct Code<'c> {
     pub global_subprogs: &'c [u32],
 }
 
-/// Bounds on the exploration.
+/// Bounds on the analysis, far above what a program of the verifier's size needs.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Budget {
-    /// Instructions executed over all paths.
+    /// Instructions executed over all block evaluations.
     pub visits: u32,
-    /// States remembered at forks.
+    /// Block entry states (one per block and call context).
     pub states: usize,
 }
 
@@ -113,15 +115,15 @@ pub(super) struct Outcome {
     pub decided: HashMap<(u32, u32), Branch>,
     /// Instructions executed on some path.
     pub visited: Vec<bool>,
-    /// Instructions executed over all paths.
+    /// Instructions executed over all block evaluations.
     pub visits: u32,
-    /// Whether the budget (or the call depth limit) stopped the exploration.
+    /// Whether the budget (or the call depth limit) stopped the analysis.
     pub exhausted: bool,
 }
 
 /// An abstract register value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Value {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Value {
     /// Never written (`NOT_INIT`).
     Uninit,
     /// A scalar the verifier does not know.
@@ -174,7 +176,7 @@ impl Value {
 }
 
 /// What the verifier knows of one stack byte.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Byte {
     Misc,
     Zero,
@@ -182,7 +184,7 @@ enum Byte {
 }
 
 /// One 8-byte stack slot; `bytes[0]` is its lowest address (the verifier's `slot_type[7]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Slot {
     spilled: Option<Value>,
     bytes: [Byte; 8],
@@ -193,8 +195,8 @@ const EMPTY_SLOT: Slot = Slot {
     bytes: [Byte::Misc; 8],
 };
 
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct Frame {
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Frame {
     regs: [Value; 11],
     /// Slots by offset of their lowest byte from the frame pointer, sorted.
     stack: Vec<(i32, Slot)>,
@@ -250,101 +252,133 @@ impl Frame {
             .map(|s| &mut s.1)
             .ok_or(Error::InvalidArgument("verdict: stack slot vanished"))
     }
+
+    /// Lower `self` to its join with `other`; whether anything changed. A slot only `self`
+    /// has is joined with an empty one; one only `other` has would join to an empty one,
+    /// which is what a missing slot reads as.
+    fn join(&mut self, other: &Frame) -> bool {
+        let mut changed = false;
+        for (mine, theirs) in self.regs.iter_mut().zip(other.regs) {
+            if *mine != theirs {
+                let joined = join_value(*mine, theirs);
+                changed |= joined != *mine;
+                *mine = joined;
+            }
+        }
+        // Both stacks are sorted by offset: one walk pairs them up.
+        let mut theirs = other.stack.iter().peekable();
+        for (base, slot) in self.stack.iter_mut() {
+            while theirs.next_if(|(b, _)| b < base).is_some() {}
+            let other_slot = theirs
+                .next_if(|(b, _)| b == base)
+                .map_or(&EMPTY_SLOT, |(_, s)| s);
+            if slot != other_slot {
+                let joined = join_slot(slot, other_slot);
+                changed |= joined != *slot;
+                *slot = joined;
+            }
+        }
+        changed
+    }
 }
 
-/// The state the verifier compares when it prunes: position and frames, and which load-time
-/// branches led here (so a poison reached both ways is told from one reached one way).
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct State {
-    pc: u32,
-    frames: Vec<Frame>,
-    /// The first load-time branch on the path and the edge taken.
-    load_time: Option<(u32, bool)>,
-    /// Whether more load-time branches followed it.
-    more_load_time: bool,
+/// The abstract state at one point of one call context: the frames, outermost first.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct State {
+    pub frames: Vec<Frame>,
 }
 
 impl State {
-    fn try_clone(&self) -> Result<State> {
+    /// A context's entry state: one frame with `args` in r1-r5.
+    pub fn entry(args: [Value; 5]) -> Result<State> {
+        let mut frames = Vec::new();
+        fallible::push(&mut frames, Frame::new(0, args, u32::MAX, false))?;
+        Ok(State { frames })
+    }
+
+    pub fn try_clone(&self) -> Result<State> {
         let mut frames = fallible::vec_with_capacity(self.frames.len())?;
         for frame in &self.frames {
             frames.push(frame.try_clone()?);
         }
-        Ok(State {
-            pc: self.pc,
-            frames,
-            load_time: self.load_time,
-            more_load_time: self.more_load_time,
-        })
+        Ok(State { frames })
     }
-}
 
-/// A state and how the path got there (not part of pruning).
-struct Path {
-    state: State,
-    /// Last fork on the path, in `Explorer::forks`.
-    trail: Option<u32>,
-    /// The first load-time branch on the path.
-    load_time: Option<u32>,
-}
-
-/// One fork, linked to the previous fork on its path.
-struct ForkNode {
-    branch: Branch,
-    parent: Option<u32>,
-}
-
-enum Step {
-    Next,
-    End,
-    Fork(Path),
-}
-
-struct Explorer<'c> {
-    code: &'c Code<'c>,
-    budget: Budget,
-    seen: HashSet<State>,
-    forks: Vec<ForkNode>,
-    globals_called: Vec<u32>,
-    out: Outcome,
-}
-
-/// Explore every path of `code` from instruction 0, then every global sub-program called on
-/// the way.
-pub(super) fn explore(code: &Code<'_>, budget: Budget) -> Result<Outcome> {
-    let mut visited = fallible::vec_with_capacity(code.insns.len())?;
-    visited.resize(code.insns.len(), false);
-    let mut explorer = Explorer {
-        code,
-        budget,
-        seen: HashSet::new(),
-        forks: Vec::new(),
-        globals_called: Vec::new(),
-        out: Outcome {
-            visited,
-            ..Outcome::default()
-        },
-    };
-    // The program's context: a pointer the verifier does not branch on.
-    explorer.run(
-        0,
-        [
-            Value::Pointer { non_null: false },
-            Value::Uninit,
-            Value::Uninit,
-            Value::Uninit,
-            Value::Uninit,
-        ],
-    )?;
-    let mut next = 0;
-    while let Some(&start) = explorer.globals_called.get(next) {
-        next += 1;
-        if explorer.out.exhausted {
-            break;
+    /// Lower `self` to the join of `self` and `other` (the states of two paths meeting at a
+    /// block); whether anything changed. Both belong to one context, so their frames pair up.
+    pub fn join(&mut self, other: &State) -> bool {
+        let mut changed = false;
+        for (mine, theirs) in self.frames.iter_mut().zip(&other.frames) {
+            changed |= mine.join(theirs);
         }
-        explorer.run(start, [Value::Unknown; 5])?;
+        changed
     }
-    Ok(explorer.out)
+}
+
+/// The join of two values of one register or slot on two paths: equal values stay, `Uninit`
+/// (never written on one path: compiled code does not read it there) takes the other's, a
+/// constant met by a load-time value is known at load time, pointers keep what both agree on,
+/// anything else is unknown. `old`'s relocation and load site are kept, so a value changes
+/// only a bounded number of times.
+fn join_value(old: Value, new: Value) -> Value {
+    use Value::*;
+    match (old, new) {
+        _ if old == new => old,
+        (Uninit, v) | (v, Uninit) => v,
+        (
+            Const { value: a, origin },
+            Const {
+                value: b,
+                origin: other,
+            },
+        ) if a == b => Const {
+            value: a,
+            origin: origin.or(other),
+        },
+        (LoadTime { at }, Const { .. } | LoadTime { .. }) | (Const { .. }, LoadTime { at }) => {
+            LoadTime { at }
+        }
+        (
+            LoadTimePtr { at, nullable },
+            LoadTimePtr {
+                nullable: other, ..
+            },
+        ) => LoadTimePtr {
+            at,
+            nullable: nullable || other,
+        },
+        (Pointer { non_null: a }, Pointer { non_null: b }) => Pointer { non_null: a && b },
+        (Pointer { non_null }, LoadTimePtr { nullable, .. })
+        | (LoadTimePtr { nullable, .. }, Pointer { non_null }) => Pointer {
+            non_null: non_null && !nullable,
+        },
+        (
+            Stack { frame: a, .. } | StackAt { frame: a },
+            Stack { frame: b, .. } | StackAt { frame: b },
+        ) if a == b => StackAt { frame: a },
+        _ => Unknown,
+    }
+}
+
+/// The join of one stack slot on two paths: a byte keeps its kind where both agree, a spill
+/// its joined value where both spilled.
+fn join_slot(old: &Slot, new: &Slot) -> Slot {
+    let mut bytes = old.bytes;
+    for (byte, other) in bytes.iter_mut().zip(new.bytes) {
+        if *byte != other {
+            *byte = Byte::Misc;
+        }
+    }
+    let spilled = match (old.spilled, new.spilled) {
+        (Some(a), Some(b)) => Some(join_value(a, b)),
+        _ => None,
+    };
+    if spilled.is_none() {
+        for byte in bytes.iter_mut().filter(|b| **b == Byte::Spill) {
+            *byte = Byte::Misc;
+        }
+    }
+    Slot { spilled, bytes }
 }
 
 /// Whether `insn` is libbpf's poisoned instruction: a call to helper `POISON_HELPER_ID`.
@@ -504,428 +538,310 @@ fn endian(value: u64, bits: i32, swap: bool) -> Option<u64> {
     })
 }
 
-impl Explorer<'_> {
-    fn run(&mut self, start: u32, args: [Value; 5]) -> Result<()> {
-        let mut frames = Vec::new();
-        fallible::push(&mut frames, Frame::new(0, args, u32::MAX, false))?;
-        let mut work: Vec<Path> = Vec::new();
-        fallible::push(
-            &mut work,
-            Path {
-                state: State {
-                    pc: start,
-                    frames,
-                    load_time: None,
-                    more_load_time: false,
-                },
-                trail: None,
-                load_time: None,
-            },
-        )?;
-        while let Some(mut path) = work.pop() {
-            loop {
-                if self.out.visits >= self.budget.visits {
-                    self.out.exhausted = true;
-                    return Ok(());
-                }
-                self.out.visits += 1;
-                match self.step(&mut path)? {
-                    Step::Next => {}
-                    Step::End => break,
-                    Step::Fork(other) => fallible::push(&mut work, other)?,
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether a path in `state` must still be explored: remembers it, and `false` when it
-    /// was seen already or the state budget is spent.
-    fn first_visit(&mut self, state: &State) -> Result<bool> {
-        if self.seen.contains(state) {
-            return Ok(false);
-        }
-        if self.seen.len() >= self.budget.states {
-            self.out.exhausted = true;
-            return Ok(false);
-        }
-        self.seen.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
-        self.seen.insert(state.try_clone()?);
-        Ok(true)
-    }
-
-    /// Execute one instruction of `path`.
-    fn step(&mut self, path: &mut Path) -> Result<Step> {
-        let pc = path.state.pc;
-        let Some(insn) = self.code.insns.get(pc as usize).copied() else {
-            // Falling off the program: the verifier rejects it for that, not for a poison.
-            return Ok(Step::End);
-        };
-        if let Some(v) = self.out.visited.get_mut(pc as usize) {
-            *v = true;
-        }
-        let annotation = self
-            .code
-            .annotations
-            .get(pc as usize)
-            .copied()
-            .unwrap_or(Annotation::None);
-        let class = insn.code & 0x07;
-        let dst = usize::from(insn.dst_reg);
-        let Some(frame) = path.state.frames.last_mut() else {
-            return Ok(Step::End);
-        };
-        if dst > FP || (usize::from(insn.src_reg) > FP && class != CLASS_LD) {
-            return Ok(Step::End);
-        }
-        let next = pc.wrapping_add(1);
-        match class {
-            CLASS_LD if insn.code == LD_IMM64 => {
-                let high = self.code.insns.get(next as usize).map_or(0, |i| i.imm);
-                let imm = u64::from(insn.imm as u32) | (u64::from(high as u32) << 32);
-                let value = match (insn.src_reg, annotation) {
-                    (PSEUDO_FUNC, _) => Value::Func {
-                        start: (i64::from(pc) + i64::from(insn.imm) + 1) as u32,
-                    },
-                    (0, Annotation::Relocated(r)) => Value::Const {
-                        value: imm,
-                        origin: Some(r),
-                    },
-                    (0, Annotation::LoadTimeData) => Value::LoadTimePtr {
-                        at: pc,
-                        nullable: false,
-                    },
-                    (0, Annotation::Extern) => Value::LoadTimePtr {
-                        at: pc,
-                        nullable: true,
-                    },
-                    (0, Annotation::None) => Value::known(imm),
-                    (0, Annotation::RuntimeData) => Value::Pointer { non_null: true },
-                    _ => Value::Pointer { non_null: false },
-                };
-                set(frame, dst, value);
-                path.state.pc = pc.wrapping_add(2);
-            }
-            CLASS_LD => {
-                // Legacy packet loads: a helper-like call.
-                clobber_call(frame, Value::Unknown);
-                path.state.pc = next;
-            }
-            CLASS_LDX => {
-                let mode = insn.code & 0xe0;
-                let addr = reg(frame, insn.src_reg);
-                let value = match (mode, addr) {
-                    (MODE_MEM | MODE_MEMSX, Value::Stack { frame: f, off }) => read_stack(
-                        &path.state.frames,
-                        f,
-                        off.saturating_add(i32::from(insn.off)),
-                        mem_size(insn.code),
-                        mode == MODE_MEMSX,
-                    ),
-                    (_, Value::LoadTimePtr { at, .. }) => Value::LoadTime { at },
-                    _ => Value::Unknown,
-                };
-                if let Some(frame) = path.state.frames.last_mut() {
-                    set(frame, dst, value);
-                }
-                path.state.pc = next;
-            }
-            CLASS_ST | CLASS_STX => {
-                let mode = insn.code & 0xe0;
-                let target = reg(frame, insn.dst_reg);
-                let size = mem_size(insn.code);
-                let stored = if class == CLASS_ST {
-                    Some(Value::known(i64::from(insn.imm) as u64))
-                } else if mode == MODE_MEM {
-                    Some(reg(frame, insn.src_reg))
-                } else {
-                    None
-                };
-                if mode == MODE_ATOMIC && class == CLASS_STX {
-                    if insn.imm == LOAD_ACQUIRE {
-                        set(frame, dst, Value::Unknown);
-                    } else if insn.imm == ATOMIC_CMPXCHG {
-                        set(frame, 0, Value::Unknown);
-                    } else if insn.imm & ATOMIC_FETCH != 0 {
-                        set(frame, usize::from(insn.src_reg), Value::Unknown);
-                    }
-                }
-                let is_load = mode == MODE_ATOMIC && insn.imm == LOAD_ACQUIRE;
-                match (target, is_load) {
-                    (Value::Stack { frame: f, off }, false) => write_stack(
-                        &mut path.state.frames,
-                        f,
-                        off.saturating_add(i32::from(insn.off)),
-                        size,
-                        stored,
-                    )?,
-                    (Value::StackAt { frame: f }, false) => {
-                        clobber_frame(&mut path.state.frames, f);
-                    }
-                    _ => {}
-                }
-                path.state.pc = next;
-            }
-            CLASS_ALU | CLASS_ALU64 => {
-                let is32 = class == CLASS_ALU;
-                let op = insn.code & 0xf0;
-                let src = if insn.code & SRC_X != 0 {
-                    reg(frame, insn.src_reg)
-                } else {
-                    Value::Const {
-                        value: i64::from(insn.imm) as u64,
-                        origin: match annotation {
-                            Annotation::Relocated(r) => Some(r),
-                            _ => None,
-                        },
-                    }
-                };
-                let value = alu_value(insn, is32, op, reg(frame, insn.dst_reg), src);
-                set(frame, dst, value);
-                path.state.pc = next;
-            }
-            CLASS_JMP | CLASS_JMP32 => return self.jump(path, insn, class == CLASS_JMP32),
-            _ => return Ok(Step::End),
-        }
-        Ok(Step::Next)
-    }
-
-    fn jump(&mut self, path: &mut Path, insn: Insn, is32: bool) -> Result<Step> {
-        let pc = path.state.pc;
-        let next = pc.wrapping_add(1);
-        let op = insn.code & 0xf0;
-        let target = |off: i32| (i64::from(pc) + i64::from(off) + 1) as u32;
-        match op {
-            OP_JA => {
-                path.state.pc = target(if is32 { insn.imm } else { i32::from(insn.off) });
-                Ok(Step::Next)
-            }
-            OP_CALL if !is32 => self.call(path, insn),
-            OP_EXIT if !is32 => {
-                let Some(callee) = path.state.frames.pop() else {
-                    return Ok(Step::End);
-                };
-                let Some(caller) = path.state.frames.last_mut() else {
-                    return Ok(Step::End);
-                };
-                let ret = if callee.callback {
-                    Value::Unknown
-                } else {
-                    callee.regs[0]
-                };
-                clobber_call(caller, ret);
-                path.state.pc = callee.ret;
-                Ok(Step::Next)
-            }
-            OP_JCOND if !is32 => {
-                // may_goto: the verifier explores both edges.
-                let jump = Branch {
-                    insn: pc,
-                    jump: insn,
-                    left: Value::Unknown.operand(None),
-                    right: Value::Unknown.operand(None),
-                };
-                self.fork(path, jump, target(i32::from(insn.off)), false)
-            }
-            _ if branch_taken(op, false, 0, 0).is_none() => Ok(Step::End),
-            _ => {
-                let Some(frame) = path.state.frames.last() else {
-                    return Ok(Step::End);
-                };
-                let left = reg(frame, insn.dst_reg);
-                let right = if insn.code & SRC_X != 0 {
-                    reg(frame, insn.src_reg)
-                } else {
-                    Value::known(i64::from(insn.imm) as u64)
-                };
-                let branch = Branch {
-                    insn: pc,
-                    jump: insn,
-                    left: left.operand(Some(insn.dst_reg)),
-                    right: right.operand((insn.code & SRC_X != 0).then_some(insn.src_reg)),
-                };
-                let taken_to = target(i32::from(insn.off));
-                match decide(op, is32, left, right) {
-                    Some(taken) => {
-                        let (live, dead) = if taken {
-                            (taken_to, next)
-                        } else {
-                            (next, taken_to)
-                        };
-                        if !self.out.decided.contains_key(&(pc, dead)) {
-                            self.out
-                                .decided
-                                .try_reserve(1)
-                                .map_err(|_| Error::OutOfMemory)?;
-                            self.out.decided.insert((pc, dead), branch);
-                        }
-                        path.state.pc = live;
-                        Ok(Step::Next)
-                    }
-                    None => {
-                        // Load-time only when the loader's values alone decide it: against a
-                        // runtime value the verifier explores both edges whatever they are.
-                        let settled = |o: &Operand| o.load_time || o.value.is_some();
-                        let load_time = (branch.left.load_time || branch.right.load_time)
-                            && settled(&branch.left)
-                            && settled(&branch.right);
-                        self.fork(path, branch, taken_to, load_time)
-                    }
-                }
-            }
-        }
-    }
-
-    /// Both edges of `branch` are live: continue `path` on the fall-through, return the other.
-    fn fork(
-        &mut self,
-        path: &mut Path,
+/// Where control goes after one instruction.
+pub(super) enum Flow {
+    /// On at this instruction, in the same frame.
+    Next(u32),
+    /// A conditional jump the values decide: on at `live`.
+    Decided {
+        branch: Branch,
+        live: u32,
+        dead: u32,
+    },
+    /// A conditional jump (or `may_goto`) both of whose edges are live.
+    Fork {
         branch: Branch,
         taken_to: u32,
+        /// Whether values the loader sets alone decide it.
         load_time: bool,
-    ) -> Result<Step> {
-        let node = u32::try_from(self.forks.len()).map_err(|_| Error::Limit {
-            what: "forks in a verdict exploration",
-            limit: u32::MAX as usize,
-        })?;
-        fallible::push(
-            &mut self.forks,
-            ForkNode {
-                branch,
-                parent: path.trail,
-            },
-        )?;
-        path.trail = Some(node);
-        if load_time {
-            path.state.more_load_time = path.load_time.is_some();
-            path.load_time = path.load_time.or(Some(node));
-        }
-        let mut other = Path {
-            state: path.state.try_clone()?,
-            trail: path.trail,
-            load_time: path.load_time,
-        };
-        if load_time && !path.state.more_load_time {
-            path.state.load_time = Some((node, false));
-            other.state.load_time = Some((node, true));
-        }
-        other.state.pc = taken_to;
-        path.state.pc = path.state.pc.wrapping_add(1);
-        let other_new = self.first_visit(&other.state)?;
-        let this_new = self.first_visit(&path.state)?;
-        match (this_new, other_new) {
-            (true, true) => Ok(Step::Fork(other)),
-            (true, false) => Ok(Step::Next),
-            (false, true) => {
-                *path = other;
-                Ok(Step::Next)
-            }
-            (false, false) => Ok(Step::End),
-        }
-    }
+    },
+    /// A static call: the state has the callee's frame pushed, on at `start`.
+    Call { start: u32 },
+    /// A helper taking a callback at `start`: `callee` enters it (`None` when that would nest
+    /// deeper than the verifier's 8 frames), the state goes on at the next instruction (the
+    /// callback's exit returns there too).
+    Callback { start: u32, callee: Option<State> },
+    /// A global sub-program called, checked on its own; the state goes on at `next`.
+    Global { start: u32, next: u32 },
+    /// A callee's exit: the state has its frame popped, on at `ret` in the caller.
+    Return { ret: u32 },
+    /// A poisoned call.
+    Poison,
+    /// Calls nested deeper than the verifier's 8 frames.
+    TooDeep,
+    /// The path ends: the outermost frame's exit, or an instruction the verifier rejects.
+    End,
+}
 
-    fn call(&mut self, path: &mut Path, insn: Insn) -> Result<Step> {
-        let pc = path.state.pc;
-        let next = pc.wrapping_add(1);
-        let depth = path.state.frames.len();
-        let Some(frame) = path.state.frames.last_mut() else {
-            return Ok(Step::End);
-        };
-        if insn.src_reg == PSEUDO_CALL {
-            let start = (i64::from(pc) + i64::from(insn.imm) + 1) as u32;
-            if self.code.global_subprogs.contains(&start) {
-                if !self.globals_called.contains(&start) {
-                    fallible::push(&mut self.globals_called, start)?;
-                }
-                clobber_args(&mut path.state.frames, false)?;
-                if let Some(frame) = path.state.frames.last_mut() {
-                    clobber_call(frame, Value::Unknown);
-                }
-                path.state.pc = next;
-                return Ok(Step::Next);
-            }
-            if depth >= MAX_FRAMES {
-                self.out.exhausted = true;
-                return Ok(Step::End);
-            }
-            let args = [1, 2, 3, 4, 5].map(|r| frame.regs[r]);
-            fallible::push(&mut path.state.frames, Frame::new(depth, args, next, false))?;
-            path.state.pc = start;
-            return Ok(Step::Next);
+/// Execute instruction `pc` of `code` on `state` (the kernel verifier's `do_check` for one
+/// instruction, reduced to the values this pass tracks).
+pub(super) fn step(code: &Code<'_>, state: &mut State, pc: u32) -> Result<Flow> {
+    let Some(insn) = code.insns.get(pc as usize).copied() else {
+        // Falling off the program: the verifier rejects it for that, not for a poison.
+        return Ok(Flow::End);
+    };
+    let annotation = code
+        .annotations
+        .get(pc as usize)
+        .copied()
+        .unwrap_or(Annotation::None);
+    let class = insn.code & 0x07;
+    let dst = usize::from(insn.dst_reg);
+    let Some(frame) = state.frames.last_mut() else {
+        return Ok(Flow::End);
+    };
+    if dst > FP || (usize::from(insn.src_reg) > FP && class != CLASS_LD) {
+        return Ok(Flow::End);
+    }
+    let next = pc.wrapping_add(1);
+    match class {
+        CLASS_LD if insn.code == LD_IMM64 => {
+            let high = code.insns.get(next as usize).map_or(0, |i| i.imm);
+            let imm = u64::from(insn.imm as u32) | (u64::from(high as u32) << 32);
+            let value = match (insn.src_reg, annotation) {
+                (PSEUDO_FUNC, _) => Value::Func {
+                    start: (i64::from(pc) + i64::from(insn.imm) + 1) as u32,
+                },
+                (0, Annotation::Relocated(r)) => Value::Const {
+                    value: imm,
+                    origin: Some(r),
+                },
+                (0, Annotation::LoadTimeData) => Value::LoadTimePtr {
+                    at: pc,
+                    nullable: false,
+                },
+                (0, Annotation::Extern) => Value::LoadTimePtr {
+                    at: pc,
+                    nullable: true,
+                },
+                (0, Annotation::None) => Value::known(imm),
+                (0, Annotation::RuntimeData) => Value::Pointer { non_null: true },
+                _ => Value::Pointer { non_null: false },
+            };
+            set(frame, dst, value);
+            Ok(Flow::Next(pc.wrapping_add(2)))
         }
-        if is_poison(&insn) {
-            self.reached(path)?;
-            return Ok(Step::End);
-        }
-        // A helper or kfunc; a callback among its arguments is explored like a call.
-        let callback = [1, 2, 3, 4, 5].iter().find_map(|&r| match frame.regs[r] {
-            Value::Func { start } => Some(start),
-            _ => None,
-        });
-        clobber_args(&mut path.state.frames, callback.is_none())?;
-        let mut fork = None;
-        if let Some(start) = callback {
-            if depth >= MAX_FRAMES {
-                self.out.exhausted = true;
-            } else {
-                let mut other = Path {
-                    state: path.state.try_clone()?,
-                    trail: path.trail,
-                    load_time: path.load_time,
-                };
-                fallible::push(
-                    &mut other.state.frames,
-                    Frame::new(depth, [Value::Unknown; 5], next, true),
-                )?;
-                other.state.pc = start;
-                if self.first_visit(&other.state)? {
-                    fork = Some(other);
-                }
-            }
-        }
-        if let Some(frame) = path.state.frames.last_mut() {
+        CLASS_LD => {
+            // Legacy packet loads: a helper-like call.
             clobber_call(frame, Value::Unknown);
+            Ok(Flow::Next(next))
         }
-        path.state.pc = next;
-        Ok(fork.map_or(Step::Next, Step::Fork))
+        CLASS_LDX => {
+            let mode = insn.code & 0xe0;
+            let addr = reg(frame, insn.src_reg);
+            let value = match (mode, addr) {
+                (MODE_MEM | MODE_MEMSX, Value::Stack { frame: f, off }) => read_stack(
+                    &state.frames,
+                    f,
+                    off.saturating_add(i32::from(insn.off)),
+                    mem_size(insn.code),
+                    mode == MODE_MEMSX,
+                ),
+                (_, Value::LoadTimePtr { at, .. }) => Value::LoadTime { at },
+                _ => Value::Unknown,
+            };
+            if let Some(frame) = state.frames.last_mut() {
+                set(frame, dst, value);
+            }
+            Ok(Flow::Next(next))
+        }
+        CLASS_ST | CLASS_STX => {
+            let mode = insn.code & 0xe0;
+            let target = reg(frame, insn.dst_reg);
+            let size = mem_size(insn.code);
+            let stored = if class == CLASS_ST {
+                Some(Value::known(i64::from(insn.imm) as u64))
+            } else if mode == MODE_MEM {
+                Some(reg(frame, insn.src_reg))
+            } else {
+                None
+            };
+            if mode == MODE_ATOMIC && class == CLASS_STX {
+                if insn.imm == LOAD_ACQUIRE {
+                    set(frame, dst, Value::Unknown);
+                } else if insn.imm == ATOMIC_CMPXCHG {
+                    set(frame, 0, Value::Unknown);
+                } else if insn.imm & ATOMIC_FETCH != 0 {
+                    set(frame, usize::from(insn.src_reg), Value::Unknown);
+                }
+            }
+            let is_load = mode == MODE_ATOMIC && insn.imm == LOAD_ACQUIRE;
+            match (target, is_load) {
+                (Value::Stack { frame: f, off }, false) => write_stack(
+                    &mut state.frames,
+                    f,
+                    off.saturating_add(i32::from(insn.off)),
+                    size,
+                    stored,
+                )?,
+                (Value::StackAt { frame: f }, false) => {
+                    clobber_frame(&mut state.frames, f);
+                }
+                _ => {}
+            }
+            Ok(Flow::Next(next))
+        }
+        CLASS_ALU | CLASS_ALU64 => {
+            let is32 = class == CLASS_ALU;
+            let op = insn.code & 0xf0;
+            let src = if insn.code & SRC_X != 0 {
+                reg(frame, insn.src_reg)
+            } else {
+                Value::Const {
+                    value: i64::from(insn.imm) as u64,
+                    origin: match annotation {
+                        Annotation::Relocated(r) => Some(r),
+                        _ => None,
+                    },
+                }
+            };
+            let value = alu_value(insn, is32, op, reg(frame, insn.dst_reg), src);
+            set(frame, dst, value);
+            Ok(Flow::Next(next))
+        }
+        CLASS_JMP | CLASS_JMP32 => jump(code, state, pc, insn, class == CLASS_JMP32),
+        _ => Ok(Flow::End),
     }
+}
 
-    fn reached(&mut self, path: &Path) -> Result<()> {
-        let poison = path.state.pc;
-        let load_time = path
-            .load_time
-            .and_then(|n| self.forks.get(n as usize))
-            .map(|n| LoadTimeEdge {
-                branch: n.branch,
-                taken: path.state.load_time.is_some_and(|(_, taken)| taken),
-                sole: !path.state.more_load_time,
-            });
-        let key = |l: Option<LoadTimeEdge>| l.map(|l| (l.branch.insn, l.taken, l.sole));
-        let duplicate = self
-            .out
-            .reached
-            .iter()
-            .any(|r| r.poison == poison && key(r.load_time) == key(load_time));
-        if duplicate {
-            return Ok(());
+fn jump(code: &Code<'_>, state: &mut State, pc: u32, insn: Insn, is32: bool) -> Result<Flow> {
+    let next = pc.wrapping_add(1);
+    let op = insn.code & 0xf0;
+    let target = |off: i32| (i64::from(pc) + i64::from(off) + 1) as u32;
+    match op {
+        OP_JA => Ok(Flow::Next(target(if is32 {
+            insn.imm
+        } else {
+            i32::from(insn.off)
+        }))),
+        OP_CALL if !is32 => call(code, state, pc, insn),
+        OP_EXIT if !is32 => {
+            let Some(callee) = state.frames.pop() else {
+                return Ok(Flow::End);
+            };
+            let Some(caller) = state.frames.last_mut() else {
+                return Ok(Flow::End);
+            };
+            let ret = if callee.callback {
+                Value::Unknown
+            } else {
+                callee.regs[0]
+            };
+            clobber_call(caller, ret);
+            Ok(Flow::Return { ret: callee.ret })
         }
-        let mut forks = Vec::new();
-        let mut node = path.trail;
-        // Each node's parent was created before it, so the walk ends.
-        while let Some(n) = node.and_then(|n| self.forks.get(n as usize)) {
-            fallible::push(&mut forks, n.branch)?;
-            node = n.parent;
+        OP_JCOND if !is32 => {
+            // may_goto: the verifier explores both edges.
+            let branch = Branch {
+                insn: pc,
+                jump: insn,
+                left: Value::Unknown.operand(None),
+                right: Value::Unknown.operand(None),
+            };
+            Ok(Flow::Fork {
+                branch,
+                taken_to: target(i32::from(insn.off)),
+                load_time: false,
+            })
         }
-        forks.reverse();
-        fallible::push(
-            &mut self.out.reached,
-            Reach {
-                poison,
-                load_time,
-                forks,
-            },
-        )
+        _ if branch_taken(op, false, 0, 0).is_none() => Ok(Flow::End),
+        _ => {
+            let Some(frame) = state.frames.last() else {
+                return Ok(Flow::End);
+            };
+            let left = reg(frame, insn.dst_reg);
+            let right = if insn.code & SRC_X != 0 {
+                reg(frame, insn.src_reg)
+            } else {
+                Value::known(i64::from(insn.imm) as u64)
+            };
+            let branch = Branch {
+                insn: pc,
+                jump: insn,
+                left: left.operand(Some(insn.dst_reg)),
+                right: right.operand((insn.code & SRC_X != 0).then_some(insn.src_reg)),
+            };
+            let taken_to = target(i32::from(insn.off));
+            Ok(match decide(op, is32, left, right) {
+                Some(true) => Flow::Decided {
+                    branch,
+                    live: taken_to,
+                    dead: next,
+                },
+                Some(false) => Flow::Decided {
+                    branch,
+                    live: next,
+                    dead: taken_to,
+                },
+                None => {
+                    // Load-time only when the loader's values alone decide it: against a
+                    // runtime value the verifier explores both edges whatever they are.
+                    let settled = |o: &Operand| o.load_time || o.value.is_some();
+                    let load_time = (branch.left.load_time || branch.right.load_time)
+                        && settled(&branch.left)
+                        && settled(&branch.right);
+                    Flow::Fork {
+                        branch,
+                        taken_to,
+                        load_time,
+                    }
+                }
+            })
+        }
     }
+}
+
+fn call(code: &Code<'_>, state: &mut State, pc: u32, insn: Insn) -> Result<Flow> {
+    let next = pc.wrapping_add(1);
+    let depth = state.frames.len();
+    let Some(frame) = state.frames.last_mut() else {
+        return Ok(Flow::End);
+    };
+    let kfunc = code.annotations.get(pc as usize) == Some(&Annotation::Kfunc);
+    if insn.src_reg == PSEUDO_CALL && !kfunc {
+        let start = (i64::from(pc) + i64::from(insn.imm) + 1) as u32;
+        if code.global_subprogs.contains(&start) {
+            clobber_args(&mut state.frames, false)?;
+            if let Some(frame) = state.frames.last_mut() {
+                clobber_call(frame, Value::Unknown);
+            }
+            return Ok(Flow::Global { start, next });
+        }
+        if depth >= MAX_FRAMES {
+            return Ok(Flow::TooDeep);
+        }
+        let args = [1, 2, 3, 4, 5].map(|r| frame.regs[r]);
+        fallible::push(&mut state.frames, Frame::new(depth, args, next, false))?;
+        return Ok(Flow::Call { start });
+    }
+    if is_poison(&insn) {
+        return Ok(Flow::Poison);
+    }
+    // A helper or kfunc; a callback among its arguments is entered like a call.
+    let callback = [1, 2, 3, 4, 5].iter().find_map(|&r| match frame.regs[r] {
+        Value::Func { start } => Some(start),
+        _ => None,
+    });
+    clobber_args(&mut state.frames, callback.is_none())?;
+    let entered = match callback {
+        Some(start) if depth >= MAX_FRAMES => Some((start, None)),
+        Some(start) => {
+            let mut callee = state.try_clone()?;
+            fallible::push(
+                &mut callee.frames,
+                Frame::new(depth, [Value::Unknown; 5], next, true),
+            )?;
+            Some((start, Some(callee)))
+        }
+        None => None,
+    };
+    if let Some(frame) = state.frames.last_mut() {
+        clobber_call(frame, Value::Unknown);
+    }
+    Ok(match entered {
+        Some((start, callee)) => Flow::Callback { start, callee },
+        None => Flow::Next(next),
+    })
 }
 
 fn reg(frame: &Frame, r: u8) -> Value {

@@ -19,13 +19,14 @@
 
 mod describe;
 mod interp;
+mod solver;
 
 pub use describe::describe;
 
 pub use crate::core::programs::{ProgramRelocation, callers};
 
 use crate::btf::Btf;
-use crate::core::patch::{LD_IMM64, Patched};
+use crate::core::patch::{CLASS_JMP, LD_IMM64, Patched};
 use crate::core::programs::{AppliedRelocations, for_each_assembled};
 use crate::core::relocate::RelocatedObject;
 use crate::error::Result;
@@ -34,12 +35,15 @@ use crate::object::assemble::AssembledProgram;
 use crate::object::{BpfObject, Insn};
 use alloc::vec::Vec;
 use interp::{Annotation, Budget, Code, is_poison, successors};
+use solver::explore;
 
 /// Instructions the exploration may execute over all paths of one program (the verifier's own
 /// limit, `BPF_COMPLEXITY_LIMIT_INSNS`).
 const VISIT_BUDGET: u32 = 1_000_000;
-/// States remembered at forks, per program.
+/// Block entry states (one per block and call context), per program.
 const STATE_BUDGET: usize = 65_536;
+/// `BPF_JMP | BPF_CALL`.
+const CALL: u8 = CLASS_JMP | 0x80;
 
 /// Whether the kernel will load a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -272,13 +276,20 @@ fn annotations(
         }
     }
     for placed in &assembled.relocations {
-        let is_ld_imm64 = assembled
-            .insns
-            .get(placed.insn as usize)
-            .is_some_and(|i| i.code == LD_IMM64);
-        let Some(a) = out.get_mut(placed.insn as usize).filter(|_| is_ld_imm64) else {
+        let code = assembled.insns.get(placed.insn as usize).map(|i| i.code);
+        let Some(a) = out.get_mut(placed.insn as usize) else {
             continue;
         };
+        if code == Some(CALL) {
+            // Only extern calls are left to the loader: kfuncs.
+            if placed.relocation.symbol_section.is_none() {
+                *a = Annotation::Kfunc;
+            }
+            continue;
+        }
+        if code != Some(LD_IMM64) {
+            continue;
+        }
         *a = match placed.relocation.symbol_section {
             None => Annotation::Extern,
             Some(section) => match obj.elf_section_name(section) {
@@ -314,7 +325,7 @@ fn analyse(
         visits: VISIT_BUDGET,
         states: STATE_BUDGET,
     };
-    let outcome = interp::explore(&code, budget)?;
+    let outcome = explore(&code, budget)?;
     let guards = dead_code_guards(&assembled.insns, &outcome)?;
     let relocation_at = |poison: u32| {
         relocations
