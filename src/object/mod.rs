@@ -25,6 +25,7 @@ use ::object::elf;
 use ::object::read::elf::{FileHeader, Rel, SectionHeader, SectionTable, Sym, SymbolTable};
 use ::object::read::{SectionIndex, SymbolIndex};
 use alloc::vec::Vec;
+use hashbrown::HashSet;
 
 type Elf64 = elf::FileHeader64<Endianness>;
 
@@ -59,6 +60,9 @@ pub struct ProgramSection<'a> {
     pub data: &'a [u8],
     /// The object's byte order, for decoding `data`.
     pub endian: Endianness,
+    /// Whether no earlier ELF section has the same name: libbpf finds a `.BTF.ext` group's
+    /// section as the first of its name (`elf_sec_by_name`).
+    pub first_of_name: bool,
 }
 
 impl ProgramSection<'_> {
@@ -354,10 +358,12 @@ impl<'a> BpfObject<'a> {
     ) -> impl Iterator<Item = Result<NamedExtSection<'s, 'a, T>>> + 's {
         info.sections().map(move |records| {
             let name = btf.name(records.sec_name_off)?;
+            // Resolved among the executable sections, each marked at parse time if it is the
+            // first ELF section of its name: no scan of every section name per lookup.
             let section = self
-                .elf_sections
-                .section_by_name(self.endian, name.as_bytes())
-                .and_then(|(index, _)| self.section_by_index(index.0));
+                .sections
+                .iter()
+                .find(|s| s.first_of_name && s.name == name);
             Ok(NamedExtSection {
                 name,
                 section,
@@ -433,7 +439,15 @@ fn program_sections<'a>(
     data: &'a [u8],
 ) -> Result<Vec<ProgramSection<'a>>> {
     let mut out = Vec::new();
+    let mut names_seen: HashSet<&[u8]> = HashSet::new();
     for (index, sh) in sections.enumerate() {
+        let first_of_name = match sections.section_name(endian, sh) {
+            Ok(name) => {
+                names_seen.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
+                names_seen.insert(name)
+            }
+            Err(_) => true,
+        };
         let executable = sh.sh_flags(endian).0 & elf::SHF_EXECINSTR.0 != 0;
         if sh.sh_type(endian) != elf::SHT_PROGBITS || !executable {
             continue;
@@ -475,6 +489,7 @@ fn program_sections<'a>(
                 name,
                 data: bytes,
                 endian,
+                first_of_name,
             },
         )?;
     }
