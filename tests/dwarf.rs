@@ -285,3 +285,66 @@ fn atomic_is_dropped_where_pahole_1_24_writes_void() {
         assert!(a == b, "{compiler}:\n{}", difference(&a, &b));
     }
 }
+
+/// Malformed input is an error, never a panic: every truncation of a fixture at a step
+/// through the file, and single-byte corruptions across its debug sections.
+#[test]
+fn malformed_input_is_an_error_not_a_panic() {
+    for name in [
+        "gcc-dwarf5.so",
+        "clang-19-dwarf4-types.so",
+        "clang-19-dwarf5-zstd.so",
+    ] {
+        let elf = data(name);
+        for len in (0..elf.len()).step_by(97) {
+            let _ = btfgen::dwarf::to_btf(&elf[..len]);
+        }
+        for at in (0..elf.len()).step_by(11) {
+            for byte in [0x00, 0xff] {
+                let mut bad = elf.clone();
+                bad[at] = byte;
+                if let Ok(btf) = btfgen::dwarf::to_btf(&bad) {
+                    // Whatever converts must still be BTF the parser accepts.
+                    Btf::parse(&btf).unwrap_or_else(|e| panic!("{name}: byte {at}: {e}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_error_names_section_unit_and_die() {
+    let mut elf = data("gcc-dwarf5.so");
+    // The first unit's first DIE names abbreviation 1; make it one that does not exist.
+    let info = btfgen_section_offset(&elf, ".debug_info");
+    elf[info + 12] = 0x7f;
+    let err = btfgen::dwarf::to_btf(&elf).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            btfgen::Error::BadDwarf {
+                section: ".debug_info",
+                unit: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+/// File offset of section `name` in a 64-bit little-endian ELF file.
+fn btfgen_section_offset(elf: &[u8], name: &str) -> usize {
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
+    let (shoff, shnum, shstrndx) = (u64_at(0x28), u16_at(0x3c), u16_at(0x3e));
+    let header = |i: usize| shoff + i * 64;
+    let strtab = u64_at(header(shstrndx) + 0x18);
+    (0..shnum)
+        .find(|&i| {
+            let n = strtab + u32_at(header(i));
+            elf[n..].starts_with(name.as_bytes()) && elf[n + name.len()] == 0
+        })
+        .map(|i| u64_at(header(i) + 0x18))
+        .unwrap()
+}

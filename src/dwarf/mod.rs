@@ -30,7 +30,9 @@ pub fn has_dwarf(data: &[u8]) -> bool {
 }
 
 /// The BTF of the DWARF types of ELF file `data`, in the file's byte order: every type of
-/// every unit, deduplicated.
+/// every unit, deduplicated. The result is checked as [`crate::btf::Btf::parse`] checks
+/// any BTF: DWARF that is well-formed but describes impossible types (a member past the end
+/// of its struct) fails there, with the id of the type it became.
 pub fn to_btf(data: &[u8]) -> Result<Vec<u8>> {
     let sections = sections::Sections::read(data)?;
     let endian = match sections.endian {
@@ -40,7 +42,9 @@ pub fn to_btf(data: &[u8]) -> Result<Vec<u8>> {
     let mut writer = BtfWriter::new(endian)?;
     let mut types = convert::Converter::new(&sections, &mut writer)?.convert()?;
     dedup::dedup(&mut types, &mut writer)?;
-    writer.finish()
+    let btf = writer.finish()?;
+    crate::btf::Btf::parse(&btf)?;
+    Ok(btf)
 }
 
 /// One BTF type before deduplication, as its BTF record: header fields, names as offsets
