@@ -348,3 +348,76 @@ fn btfgen_section_offset(elf: &[u8], name: &str) -> usize {
         .map(|i| u64_at(header(i) + 0x18))
         .unwrap()
 }
+
+fn btfgen(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_btfgen"))
+        .args(args)
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/dwarf"))
+        .output()
+        .unwrap()
+}
+
+/// `btfgen dump` takes an ELF file with DWARF and no `.BTF` as it takes BTF: as many types
+/// as pahole's BTF of it has.
+#[test]
+fn cli_dump_converts_dwarf() {
+    let count = |out: &std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with('['))
+            .count()
+    };
+    let ours = count(&btfgen(&["dump", "gcc-dwarf5.so"]));
+    let theirs = count(&btfgen(&["dump", "gcc-dwarf5.pahole.btf"]));
+    assert_eq!(ours, theirs);
+    assert_eq!(
+        ours as u32 + 1,
+        Btf::parse(&data("gcc-dwarf5.pahole.btf"))
+            .unwrap()
+            .type_cnt()
+    );
+}
+
+#[test]
+fn cli_from_dwarf_without_dwarf_is_an_error() {
+    let out = btfgen(&["dump", "--from-dwarf", "gcc-dwarf5.pahole.btf"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("gcc-dwarf5.pahole.btf: DWARF") && stderr.contains(".debug_info"),
+        "{stderr}"
+    );
+}
+
+/// `min-core-btf` with a DWARF input minimizes as with pahole's BTF of it: the same bytes
+/// out, and the summary line says where the BTF came from.
+#[test]
+fn cli_min_core_btf_from_dwarf_equals_from_pahole_btf() {
+    let dir = std::env::temp_dir().join(format!("btfgen-dwarf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (from_dwarf, from_pahole) = (dir.join("dwarf.btf"), dir.join("pahole.btf"));
+    let run = |input: &str, out: &std::path::Path| {
+        let out = btfgen(&["min-core-btf", input, out.to_str().unwrap(), "core.bpf.o"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let summary = run("gcc-dwarf5.so", &from_dwarf);
+    assert!(
+        summary.contains("3 CO-RE relocation(s) (3 resolved)"),
+        "{summary}"
+    );
+    assert!(summary.contains("bytes (BTF from DWARF) ->"), "{summary}");
+    let summary = run("gcc-dwarf5.pahole.btf", &from_pahole);
+    assert!(!summary.contains("DWARF"), "{summary}");
+    assert!(std::fs::read(&from_dwarf).unwrap() == std::fs::read(&from_pahole).unwrap());
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -1061,3 +1061,30 @@ fn plus_uconst(expr: &[u8]) -> Option<u64> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plus_uconst_reads_uleb128() {
+        // DW_OP_plus_uconst 624 (0xf0 0x04), as DWARF 2 compilers write member locations.
+        assert_eq!(plus_uconst(&[0x23, 0xf0, 0x04]), Some(624));
+        assert_eq!(plus_uconst(&[0x23, 0x08]), Some(8));
+        // Truncated, or another operation: no constant offset.
+        assert_eq!(plus_uconst(&[0x23, 0x80]), None);
+        assert_eq!(plus_uconst(&[0x10, 0x08]), None);
+        assert_eq!(plus_uconst(&[]), None);
+    }
+
+    #[test]
+    fn numeric_extends_as_libdw_does() {
+        assert_eq!(numeric(&AttributeValue::Data1(0xff)), Some(0xff));
+        assert_eq!(
+            numeric(&AttributeValue::Data4(0xffff_ffff)),
+            Some(0xffff_ffff)
+        );
+        assert_eq!(numeric(&AttributeValue::Sdata(-2)), Some(-2i64 as u64));
+        assert_eq!(numeric(&AttributeValue::Flag(true)), None);
+    }
+}

@@ -24,9 +24,16 @@ pub fn has_dwarf_without_btf(data: &[u8]) -> bool {
     sections::has_debug_info(data) && matches!(crate::elf::section_data(data, ".BTF"), Ok(None))
 }
 
-/// Whether `data` is an ELF file with DWARF debug information (its `.BTF`, if any, aside).
-pub fn has_dwarf(data: &[u8]) -> bool {
-    sections::has_debug_info(data)
+/// The one decision every front end (CLI, C ABI) makes about a kernel input: `None` when
+/// `data` is read as BTF as it is (raw BTF, or an ELF file's `.BTF`); the BTF converted
+/// from its DWARF when it has DWARF and no `.BTF`, or when `force_dwarf` asks for DWARF
+/// although a `.BTF` is there.
+pub fn btf_for_input(data: &[u8], force_dwarf: bool) -> Result<Option<Vec<u8>>> {
+    if force_dwarf || has_dwarf_without_btf(data) {
+        to_btf(data).map(Some)
+    } else {
+        Ok(None)
+    }
 }
 
 /// The BTF of the DWARF types of ELF file `data`, in the file's byte order: every type of
@@ -34,6 +41,9 @@ pub fn has_dwarf(data: &[u8]) -> bool {
 /// any BTF: DWARF that is well-formed but describes impossible types (a member past the end
 /// of its struct) fails there, with the id of the type it became.
 pub fn to_btf(data: &[u8]) -> Result<Vec<u8>> {
+    if !sections::has_debug_info(data) {
+        return Err(Error::MissingSection(".debug_info"));
+    }
     let sections = sections::Sections::read(data)?;
     let endian = match sections.endian {
         gimli::RunTimeEndian::Little => crate::btf::Endianness::Little,

@@ -47,8 +47,10 @@ fn elf_error(reason: &'static str) -> Error {
 
 impl<'a> Sections<'a> {
     /// Read the DWARF sections of the ELF file `data`. Fails on a file that is no ELF, on a
-    /// relocatable object whose debug sections carry relocations (not applied yet), and on a
-    /// compressed section that does not decompress to its announced size.
+    /// relocatable object whose `.debug_info` has RELA relocations (their addends are not in
+    /// the section, and applying them is not done yet; REL ones, as in BPF objects, keep the
+    /// offsets into `.debug_str` and `.debug_abbrev` in place), and on a compressed section
+    /// that does not decompress to its announced size.
     pub fn read(data: &'a [u8]) -> Result<Sections<'a>> {
         let file = object::File::parse(data).map_err(|_| Error::BadElf("not an ELF file"))?;
         if file.format() != object::BinaryFormat::Elf {

@@ -9,6 +9,7 @@
 #   atomic.c                   -> atomic-CC-dwarf5.so
 #   clang-19-dwarf5.so         -> clang-19-dwarf5-{zlib,zstd,zlib-gnu}.so
 #                                 (objcopy --compress-debug-sections)
+#   core.bpf.c                 -> core.bpf.o            (clang-19 -target bpfel -g -O2)
 #   each X.so                  -> X.pahole.btf          (pahole -J --btf_gen_floats)
 #                                 but gcc-dwarf4-types.so: pahole 1.24's btf__dedup fails on
 #                                 gcc's type units, so the test compares it with
@@ -60,6 +61,8 @@ so "$GCC" gcc-dwarf4-types.so -gdwarf-4 -fdebug-types-section -- unit_a.c unit_b
 so "$CLANG" clang-19-dwarf4-types.so -gdwarf-4 -fdebug-types-section -- unit_a.c unit_b.c
 so "$GCC" atomic-gcc-dwarf5.so -gdwarf-5 -- atomic.c
 so "$CLANG" atomic-clang-19-dwarf5.so -gdwarf-5 -- atomic.c
+
+"$CLANG" -target bpfel -g -O2 -fdebug-prefix-map="$here"=. -Wall -Werror -c core.bpf.c -o core.bpf.o
 
 for z in zlib zstd zlib-gnu; do
 	"$OBJCOPY" --compress-debug-sections=$z clang-19-dwarf5.so clang-19-dwarf5-$z.so
