@@ -394,8 +394,9 @@ fn cli_from_dwarf_without_dwarf_is_an_error() {
     );
 }
 
-/// `min-core-btf` with a DWARF input minimizes as with pahole's BTF of it: the same bytes
-/// out, and the summary line says where the BTF came from.
+/// `min-core-btf` with a DWARF input minimizes as with pahole's BTF of it: the same types
+/// out for every fixture (compressed ones against the plain one's reference), the same
+/// bytes but for type units' order, and the summary line says where the BTF came from.
 #[test]
 fn cli_min_core_btf_from_dwarf_equals_from_pahole_btf() {
     let dir = std::env::temp_dir().join(format!("btfgen-dwarf-{}", std::process::id()));
@@ -405,19 +406,80 @@ fn cli_min_core_btf_from_dwarf_equals_from_pahole_btf() {
         let out = btfgen(&["min-core-btf", input, out.to_str().unwrap(), "core.bpf.o"]);
         assert!(
             out.status.success(),
-            "{}",
+            "{input}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
-    let summary = run("gcc-dwarf5.so", &from_dwarf);
-    assert!(
-        summary.contains("3 CO-RE relocation(s) (3 resolved)"),
-        "{summary}"
-    );
-    assert!(summary.contains("bytes (BTF from DWARF) ->"), "{summary}");
-    let summary = run("gcc-dwarf5.pahole.btf", &from_pahole);
-    assert!(!summary.contains("DWARF"), "{summary}");
-    assert!(std::fs::read(&from_dwarf).unwrap() == std::fs::read(&from_pahole).unwrap());
+    for (elf, reference) in [
+        ("gcc-dwarf4.so", "gcc-dwarf4.pahole.btf"),
+        ("gcc-dwarf5.so", "gcc-dwarf5.pahole.btf"),
+        ("gcc-dwarf4-types.so", "gcc-dwarf4.pahole.btf"),
+        ("clang-19-dwarf4.so", "clang-19-dwarf4.pahole.btf"),
+        ("clang-19-dwarf5.so", "clang-19-dwarf5.pahole.btf"),
+        (
+            "clang-19-dwarf4-types.so",
+            "clang-19-dwarf4-types.pahole.btf",
+        ),
+        ("clang-19-dwarf5-zlib.so", "clang-19-dwarf5.pahole.btf"),
+        ("clang-19-dwarf5-zstd.so", "clang-19-dwarf5.pahole.btf"),
+        ("clang-19-dwarf5-zlib-gnu.so", "clang-19-dwarf5.pahole.btf"),
+    ] {
+        let summary = run(elf, &from_dwarf);
+        assert!(
+            summary.contains("3 CO-RE relocation(s) (3 resolved)"),
+            "{elf}: {summary}"
+        );
+        assert!(
+            summary.contains("bytes (BTF from DWARF) ->"),
+            "{elf}: {summary}"
+        );
+        let summary = run(reference, &from_pahole);
+        assert!(!summary.contains("DWARF"), "{reference}: {summary}");
+        let (ours, theirs) = (
+            std::fs::read(&from_dwarf).unwrap(),
+            std::fs::read(&from_pahole).unwrap(),
+        );
+        let (a, b) = (
+            canonical(&Btf::parse(&ours).unwrap()),
+            canonical(&Btf::parse(&theirs).unwrap()),
+        );
+        assert!(
+            a == b,
+            "{elf}: minimized BTF differs from that of {reference}:\n{}",
+            difference(&a, &b)
+        );
+        // Type units come first in btfgen's ids, so only their order differs from pahole's.
+        assert!(
+            elf.contains("-types") || ours == theirs,
+            "{elf}: minimized BTF is not byte for byte that of {reference}"
+        );
+    }
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Any ELF file against pahole's BTF of it, for inputs too large or not ours to commit (a
+/// debug vmlinux, a library built with -g -O2): `BTFGEN_DWARF_ELF=FILE
+/// BTFGEN_DWARF_PAHOLE=FILE.btf cargo test --release --test dwarf -- --ignored`.
+#[test]
+#[ignore = "needs BTFGEN_DWARF_ELF and BTFGEN_DWARF_PAHOLE"]
+fn external_elf_equals_pahole() {
+    let elf = std::env::var("BTFGEN_DWARF_ELF").expect("BTFGEN_DWARF_ELF");
+    let reference = std::env::var("BTFGEN_DWARF_PAHOLE").expect("BTFGEN_DWARF_PAHOLE");
+    let started = std::time::Instant::now();
+    let ours = btfgen::dwarf::to_btf(&std::fs::read(&elf).unwrap()).unwrap();
+    eprintln!(
+        "{elf}: converted in {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    let ours = Btf::parse(&ours).unwrap();
+    let theirs = std::fs::read(&reference).unwrap();
+    let theirs = Btf::parse(&theirs).unwrap();
+    let (a, b) = (canonical(&ours), canonical(&theirs));
+    assert!(
+        a == b,
+        "{elf} differs from {reference}:\n{}",
+        difference(&a, &b)
+    );
+    assert_eq!(ours.type_cnt(), theirs.type_cnt());
 }
