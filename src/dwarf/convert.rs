@@ -102,7 +102,7 @@ struct Output<'a, 'w> {
     types: Types,
     /// Records after the DIEs' own ids (`FUNC_PROTO`, `FUNC`, `DECL_TAG`, index `int`).
     extra: Types,
-    /// Id of the one type DIE count: the first extra record's id.
+    /// The first extra record's id: one past the last DIE's.
     first_extra: u32,
     index_type: Option<u32>,
     /// The function symbols, and whether a `FUNC` was emitted for each.
@@ -306,23 +306,22 @@ impl<'a> Input<'a> {
         at: At,
     ) -> Result<Target> {
         let value = die.attr_value(attr).map_err(|e| at.err(gimli_reason(e)))?;
-        let data = &self.units[unit];
         match value {
             None => Ok(Target::Void),
             Some(AttributeValue::UnitRef(offset)) => Ok(Target::Die { unit, offset }),
             Some(AttributeValue::DebugInfoRef(offset)) => {
                 let offset = offset.0 as u64;
-                // The unit of .debug_info holding `offset`: the last to start at or before it.
-                let found = self
-                    .units
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, u)| !u.in_debug_types && u.start <= offset)
-                    .max_by_key(|(_, u)| u.start)
-                    .ok_or(at.err("a reference points before the first unit"))?;
+                // The unit of .debug_info holding `offset`: the last to start at or before it
+                // (.debug_types' units come first, .debug_info's follow in offset order).
+                let first = self.units.partition_point(|u| u.in_debug_types);
+                let after = first + self.units[first..].partition_point(|u| u.start <= offset);
+                if after == first {
+                    return Err(at.err("a reference points before the first unit"));
+                }
+                let unit = after - 1;
                 Ok(Target::Die {
-                    unit: found.0,
-                    offset: UnitOffset((offset - found.1.start) as usize),
+                    unit,
+                    offset: UnitOffset((offset - self.units[unit].start) as usize),
                 })
             }
             Some(AttributeValue::DebugTypesRef(signature)) => {
@@ -336,10 +335,7 @@ impl<'a> Input<'a> {
             Some(AttributeValue::DebugInfoRefSup(_)) => {
                 Err(at.err("a reference into a supplementary file (dwz): not supported"))
             }
-            Some(_) => {
-                let _ = data;
-                Err(at.err("a type reference has a form that is no reference"))
-            }
+            Some(_) => Err(at.err("a type reference has a form that is no reference")),
         }
     }
 
@@ -393,8 +389,7 @@ impl<'a> Input<'a> {
     }
 
     fn convert_unit(&self, out: &mut Output<'a, '_>, index: usize) -> Result<()> {
-        // The unit is taken out while its DIEs borrow it; `target`/`resolve` only read the
-        // slots, which stay in place.
+        // The DIEs to convert first (the cursor borrows the unit), then each read again.
         let data = &self.units[index];
         let mut at = At {
             section: data.section,
