@@ -448,6 +448,9 @@ impl<'a> Input<'a> {
     /// The children of `die` (read again from the unit), each with its offset.
     fn children(&self, unit: usize, die: &Die<'_, '_, 'a>, at: At) -> Result<Vec<UnitOffset>> {
         let mut out = Vec::new();
+        if !die.has_children() {
+            return Ok(out);
+        }
         let data = &self.units[unit];
         let mut tree = data
             .unit
