@@ -103,6 +103,17 @@ pub enum Error {
         /// Why it is invalid.
         reason: &'static str,
     },
+    /// DWARF debug information that is malformed, truncated or cannot be turned into BTF.
+    BadDwarf {
+        /// The section being read (`.debug_info`, `.debug_types`, ...).
+        section: &'static str,
+        /// Offset of the unit's header within that section (`u64::MAX`: no unit yet).
+        unit: u64,
+        /// Offset of the DIE within that section (`u64::MAX`: not at a DIE).
+        die: u64,
+        /// Why it cannot be read or converted.
+        reason: &'static str,
+    },
     /// A BTF archive (tar, possibly compressed) that is corrupt or truncated.
     BadArchive {
         /// Byte offset in the uncompressed tar stream (or in the compressed input, for a
@@ -166,6 +177,21 @@ impl fmt::Display for Error {
             Error::BadOsRelease { line: 0, reason } => write!(f, "invalid os-release: {reason}"),
             Error::BadOsRelease { line, reason } => {
                 write!(f, "invalid os-release: line {line}: {reason}")
+            }
+            Error::BadDwarf {
+                section,
+                unit,
+                die,
+                reason,
+            } => {
+                write!(f, "invalid DWARF in {section}")?;
+                if *unit != u64::MAX {
+                    write!(f, ", unit at {unit:#x}")?;
+                }
+                if *die != u64::MAX {
+                    write!(f, ", DIE at {die:#x}")?;
+                }
+                write!(f, ": {reason}")
             }
             Error::BadArchive { offset, reason } => {
                 write!(f, "invalid BTF archive at byte offset {offset}: {reason}")

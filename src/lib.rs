@@ -3,6 +3,7 @@
 //! Pipeline, one module per stage, data flowing one way:
 //! [`btf`] (bytes → validated views; writer) → [`object`] (BPF ELF + `.BTF.ext`) →
 //! [`core`] (CO-RE specs, candidates, matching, results) → [`minimize`] (marks → new BTF);
+//! [`dwarf`] turns DWARF (a kernel built without BTF) into the BTF [`btf`] reads;
 //! beside it, [`select`] picks, at run time, the minimized BTF of the running kernel from an
 //! archive of them.
 //!
@@ -26,6 +27,7 @@ pub mod btf;
 #[allow(unsafe_code)]
 pub mod budget;
 pub mod core;
+pub mod dwarf;
 mod elf;
 pub mod error;
 mod fallible;

@@ -1,5 +1,6 @@
 //! The house stays one-way: the module graph of `src/` has no cycle, so every import points to
-//! a lower floor (btf → object → core → log → minimize → ffi and the CLI).
+//! a lower floor (btf → object → core → log → minimize → ffi and the CLI; `dwarf`, beside
+//! `btf`, uses it and is used only by ffi and the CLI).
 //!
 //! Each `.rs` file is one node: its module and the inline modules written in it (test modules
 //! and `#[cfg(test)]` items left out: tests may look at any floor). An edge A → B is a path in
@@ -707,6 +708,30 @@ fn the_main_job_does_no_value_analysis() {
     }
     // The check can fail: the report does judge programs.
     assert!(reaches_verdict("src/cli/report.rs").is_some());
+}
+
+/// `dwarf/` turns DWARF into BTF with `btf/`'s writer; nothing that consumes BTF (`btf/`,
+/// `object/`, `core/`, `minimize/`) knows where it came from.
+#[test]
+fn dwarf_sits_beside_btf() {
+    let tree = source_tree();
+    let edges = tree.edges();
+    let mut dwarf_uses_writer = false;
+    for (from, out) in &edges {
+        let from = tree.file(from);
+        for to in out.keys().map(|to| tree.file(to)) {
+            if to.starts_with("src/dwarf/") && !from.starts_with("src/dwarf/") {
+                assert!(
+                    !["src/btf/", "src/object/", "src/core/", "src/minimize/"]
+                        .iter()
+                        .any(|floor| from.starts_with(floor)),
+                    "{from} knows about DWARF ({to})"
+                );
+            }
+            dwarf_uses_writer |= from.starts_with("src/dwarf/") && to == "src/btf/write.rs";
+        }
+    }
+    assert!(dwarf_uses_writer, "dwarf/ writes its BTF with btf/write.rs");
 }
 
 /// A made-up tree of `(file, text)`, read from a fresh directory (removed again: the tree

@@ -91,13 +91,31 @@ impl BtfWriter {
         vlen: u16,
         size_or_type: u32,
     ) -> Result<u32> {
+        let name_off = self.add_string(name)?;
+        self.begin_type_at(name_off, kind, kind_flag, vlen, size_or_type)
+    }
+
+    /// [`BtfWriter::begin_type`] for a name already added: `name_off` is what
+    /// [`BtfWriter::add_string`] returned.
+    pub fn begin_type_at(
+        &mut self,
+        name_off: u32,
+        kind: Kind,
+        kind_flag: bool,
+        vlen: u16,
+        size_or_type: u32,
+    ) -> Result<u32> {
+        if name_off as usize >= self.strings.len() {
+            return Err(Error::InvalidArgument(
+                "name offset outside the string section",
+            ));
+        }
         if self.next_id > MAX_TYPE_ID {
             return Err(Error::Limit {
                 what: "type count",
                 limit: MAX_TYPE_ID as usize,
             });
         }
-        let name_off = self.add_string(name)?;
         let info = (u32::from(kind_flag) << 31) | ((kind as u32) << 24) | u32::from(vlen);
         self.types.try_reserve(12 + kind.extra_len(vlen))?;
         for word in [name_off, info, size_or_type] {

@@ -185,6 +185,7 @@ pub fn run_btf(args: &BtfArgs) -> CliResult<ExitCode> {
     match dump::run(&DumpArgs {
         file: file.clone(),
         base_btf: None,
+        from_dwarf: false,
     }) {
         Ok(code) => Ok(code),
         Err(e) => {

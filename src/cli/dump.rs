@@ -14,13 +14,17 @@ const CHUNK: usize = 64 * 1024;
 /// Arguments of `btfgen dump`.
 #[derive(clap::Args)]
 pub struct DumpArgs {
-    /// Raw BTF file or ELF file with a .BTF section.
+    /// Raw BTF file, ELF file with a .BTF section, or ELF file with DWARF and no .BTF
+    /// (converted to BTF first).
     pub file: PathBuf,
     /// Base BTF when FILE is split BTF; only FILE's own types are printed, numbered after the
     /// base's. Defaults to /sys/kernel/btf/vmlinux for other files under /sys/kernel/btf/, as
     /// bpftool does.
     #[arg(long)]
     pub base_btf: Option<PathBuf>,
+    /// Convert FILE's DWARF to BTF even though it has a .BTF section.
+    #[arg(long)]
+    pub from_dwarf: bool,
 }
 
 /// Run `btfgen dump`.
@@ -34,7 +38,10 @@ pub fn run(args: &DumpArgs) -> CliResult<ExitCode> {
         _ => None,
     };
     let data = read_file(&args.file)?;
-    let btf = Btf::parse_raw_or_elf(&data, base.as_ref()).map_err(context(args.file.display()))?;
+    let converted = btfgen::dwarf::btf_for_input(&data, args.from_dwarf)
+        .map_err(context(format!("{}: DWARF", args.file.display())))?;
+    let bytes = converted.as_deref().unwrap_or(&data);
+    let btf = Btf::parse_raw_or_elf(bytes, base.as_ref()).map_err(context(args.file.display()))?;
     match write_dump(&btf, &args.file) {
         // The reader went away (`btfgen dump ... | head`): the output it wanted is written.
         Err(DumpError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),

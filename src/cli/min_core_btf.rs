@@ -58,6 +58,10 @@ pub struct MinCoreBtfArgs {
     /// ends in .html, else JSON (schema: `btfgen batch --report`).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Convert INPUT's DWARF to BTF even though it has a .BTF section (an ELF file with
+    /// DWARF and no .BTF, such as a distribution's debug vmlinux, is converted anyway).
+    #[arg(long)]
+    from_dwarf: bool,
 }
 
 impl MinCoreBtfArgs {
@@ -72,6 +76,7 @@ impl MinCoreBtfArgs {
             modules: ModuleArgs::default(),
             explain: false,
             report: None,
+            from_dwarf: false,
         }
     }
 }
@@ -110,7 +115,12 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
         let files = TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF);
         (files, Vec::new())
     } else {
-        let files = TargetFiles::read(&input, args.base_btf.as_deref(), &args.module_btf)?;
+        let files = TargetFiles::read_with(
+            &input,
+            args.base_btf.as_deref(),
+            &args.module_btf,
+            args.from_dwarf,
+        )?;
         (files, args.modules.module_btfs(&input)?)
     };
     let mut parsed = Vec::new();
@@ -137,7 +147,10 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     // The directory's modules are read only if the kernel lacks a candidate, as libbpf loads
     // module BTFs only then; they can change nothing otherwise.
     let run_with = |files: &TargetFiles, check_modules: bool| {
-        let input_bytes = files.input_len();
+        let source = Source {
+            bytes: files.input_len(),
+            from_dwarf: files.converted_from_dwarf(),
+        };
         files.with_targets(Some(plan.filter()), |targets, found| {
             let mut index = CandidateIndex::new();
             index
@@ -155,7 +168,7 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
                 }
             }
             let info = RelocInfo::with_index(targets.clone(), index);
-            minimize(args, info, &parsed, &output, input_bytes, started, &input).map(Some)
+            minimize(args, info, &parsed, &output, source, started, &input).map(Some)
         })
     };
     if let Some(code) = run_with(&files, !dir_modules.is_empty())? {
@@ -164,9 +177,18 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     drop(files);
     let mut modules = args.module_btf.clone();
     modules.extend(dir_modules);
-    let files = TargetFiles::read(&input, args.base_btf.as_deref(), &modules)?;
+    let files =
+        TargetFiles::read_with(&input, args.base_btf.as_deref(), &modules, args.from_dwarf)?;
     run_with(&files, false)?
         .ok_or_else(|| CliError("internal error: module BTFs checked twice".into()))
+}
+
+/// What the summary line says of the input BTF.
+struct Source {
+    /// Bytes of BTF read (converted, for DWARF).
+    bytes: usize,
+    /// Whether the BTF was converted from the input's DWARF.
+    from_dwarf: bool,
 }
 
 fn minimize(
@@ -174,7 +196,7 @@ fn minimize(
     mut info: RelocInfo<'_>,
     parsed: &[(&String, BpfObject<'_>, Btf<'_>)],
     output: &Path,
-    input_bytes: usize,
+    source: Source,
     started: Instant,
     input: &Path,
 ) -> CliResult<ExitCode> {
@@ -242,12 +264,17 @@ fn minimize(
     let mut programs = VerdictCounts::default();
     programs.add(&verdicts.programs);
     eprintln!(
-        "btfgen: {} object(s), {} CO-RE relocation(s) ({} resolved): {} types / {} bytes -> {} types / {} bytes in {} ({:.1} ms); programs: {}",
+        "btfgen: {} object(s), {} CO-RE relocation(s) ({} resolved): {} types / {} bytes{} -> {} types / {} bytes in {} ({:.1} ms); programs: {}",
         stats.objects,
         stats.relocations,
         stats.resolved,
         source_types,
-        input_bytes,
+        source.bytes,
+        if source.from_dwarf {
+            " (BTF from DWARF)"
+        } else {
+            ""
+        },
         minimized.types,
         minimized.bytes.len(),
         output.display(),

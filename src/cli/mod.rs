@@ -131,17 +131,45 @@ pub struct TargetFiles {
     main: (String, Input),
     base: Option<(String, Input)>,
     modules: Vec<(String, Input)>,
+    /// The main input's own file when its BTF was converted from its DWARF (kept open so the
+    /// check of mapped inputs still covers it).
+    dwarf_file: Option<Input>,
 }
 
 impl TargetFiles {
-    /// Read every file, naming the one that fails.
+    /// Read every file, naming the one that fails; a main input with DWARF and no `.BTF`
+    /// is converted ([`btfgen::dwarf::btf_for_input`]).
     pub fn read(main: &Path, base: Option<&Path>, modules: &[PathBuf]) -> CliResult<Self> {
+        Self::read_with(main, base, modules, false)
+    }
+
+    /// [`TargetFiles::read`], converting the main input's DWARF even if it has a `.BTF` when
+    /// `force_dwarf` (`--from-dwarf`).
+    pub fn read_with(
+        main: &Path,
+        base: Option<&Path>,
+        modules: &[PathBuf],
+        force_dwarf: bool,
+    ) -> CliResult<Self> {
         let load = |p: &Path| Ok::<_, CliError>((p.display().to_string(), Input::open(p)?));
+        let (name, file) = load(main)?;
+        let (main, dwarf_file) = match btfgen::dwarf::btf_for_input(&file, force_dwarf)
+            .map_err(context(format!("{name}: DWARF")))?
+        {
+            Some(btf) => ((name, Input::Read(btf)), Some(file)),
+            None => ((name, file), None),
+        };
         Ok(TargetFiles {
-            main: load(main)?,
+            main,
             base: base.map(load).transpose()?,
             modules: modules.iter().map(|p| load(p)).collect::<CliResult<_>>()?,
+            dwarf_file,
         })
+    }
+
+    /// Whether the main input's BTF was converted from DWARF.
+    pub fn converted_from_dwarf(&self) -> bool {
+        self.dwarf_file.is_some()
     }
 
     /// Targets with only a main BTF built into the binary.
@@ -150,6 +178,7 @@ impl TargetFiles {
             main: (name.to_string(), Input::Embedded(bytes)),
             base: None,
             modules: Vec::new(),
+            dwarf_file: None,
         }
     }
 

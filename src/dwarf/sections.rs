@@ -1,0 +1,170 @@
+//! The DWARF sections of an ELF file as gimli reads them: borrowed from the file where they
+//! are stored plain, decompressed into fallibly allocated buffers where they are not
+//! (`SHF_COMPRESSED` with zlib or zstd, and the legacy GNU `.zdebug_*` sections).
+
+use crate::error::{Error, Result};
+use alloc::vec::Vec;
+use object::{CompressionFormat, Object, ObjectSection, ObjectSymbol, SymbolKind};
+
+/// One section's bytes: the file's own, or a decompressed copy.
+enum Bytes<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+/// The sections gimli asks for, by [`gimli::SectionId`], and what else the conversion needs
+/// from the ELF file: byte order and the names of its function symbols.
+pub struct Sections<'a> {
+    sections: Vec<(gimli::SectionId, Bytes<'a>)>,
+    /// The ELF file's byte order.
+    pub endian: gimli::RunTimeEndian,
+    /// Names of the `STT_FUNC` symbols of `.symtab`, sorted and deduplicated: pahole emits a
+    /// `FUNC` only for a function the symbol table names.
+    pub functions: Vec<&'a [u8]>,
+}
+
+/// The sections the conversion reads; the others (locations, ranges) hold nothing BTF needs.
+const NEEDED: [gimli::SectionId; 8] = [
+    gimli::SectionId::DebugAbbrev,
+    gimli::SectionId::DebugInfo,
+    gimli::SectionId::DebugTypes,
+    gimli::SectionId::DebugStr,
+    gimli::SectionId::DebugStrOffsets,
+    gimli::SectionId::DebugLineStr,
+    gimli::SectionId::DebugAddr,
+    // Only its program headers, which gimli reads with each unit.
+    gimli::SectionId::DebugLine,
+];
+
+fn elf_error(reason: &'static str) -> Error {
+    Error::BadDwarf {
+        section: "ELF headers",
+        unit: u64::MAX,
+        die: u64::MAX,
+        reason,
+    }
+}
+
+impl<'a> Sections<'a> {
+    /// Read the DWARF sections of the ELF file `data`. Fails on a file that is no ELF, on a
+    /// relocatable object whose `.debug_info` has RELA relocations (their addends are not in
+    /// the section, and applying them is not done yet; REL ones, as in BPF objects, keep the
+    /// offsets into `.debug_str` and `.debug_abbrev` in place), and on a compressed section
+    /// that does not decompress to its announced size.
+    pub fn read(data: &'a [u8]) -> Result<Sections<'a>> {
+        let file = object::File::parse(data).map_err(|_| Error::BadElf("not an ELF file"))?;
+        if file.format() != object::BinaryFormat::Elf {
+            return Err(Error::BadElf("not an ELF file"));
+        }
+        if file.kind() == object::ObjectKind::Relocatable
+            && file.section_by_name(".rela.debug_info").is_some()
+        {
+            return Err(elf_error(
+                "a relocatable object's .rela.debug_info is not applied yet: link it first",
+            ));
+        }
+        let endian = if file.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let mut sections = Vec::new();
+        sections.try_reserve_exact(NEEDED.len())?;
+        for id in NEEDED {
+            if let Some(bytes) = section(&file, id.name())? {
+                sections.push((id, bytes));
+            }
+        }
+        let mut functions = Vec::new();
+        for symbol in file.symbols() {
+            match symbol.name_bytes() {
+                Ok(name) if symbol.kind() == SymbolKind::Text && !name.is_empty() => {
+                    crate::fallible::push(&mut functions, name)?;
+                }
+                _ => {}
+            }
+        }
+        functions.sort_unstable();
+        functions.dedup();
+        Ok(Sections {
+            sections,
+            endian,
+            functions,
+        })
+    }
+
+    /// The bytes of section `id` (empty when the file has none).
+    pub fn get(&self, id: gimli::SectionId) -> &[u8] {
+        self.sections
+            .iter()
+            .find(|(s, _)| *s == id)
+            .map_or(&[], |(_, bytes)| match bytes {
+                Bytes::Borrowed(b) => b,
+                Bytes::Owned(v) => v.as_slice(),
+            })
+    }
+}
+
+/// Whether the ELF file `data` has DWARF type information (`.debug_info`, or its legacy
+/// compressed `.zdebug_info`).
+pub fn has_debug_info(data: &[u8]) -> bool {
+    object::File::parse(data).is_ok_and(|file| {
+        file.section_by_name(".debug_info")
+            .or_else(|| file.section_by_name(".zdebug_info"))
+            .is_some_and(|s| s.size() > 0)
+    })
+}
+
+/// Section `name` (or its `.zdebug_` twin), decompressed if it is compressed.
+fn section<'a>(file: &object::File<'a>, name: &'static str) -> Result<Option<Bytes<'a>>> {
+    let zdebug = || {
+        let rest = name.strip_prefix(".debug_")?;
+        file.sections().find(|s| {
+            s.name_bytes()
+                .is_ok_and(|n| n.strip_prefix(b".zdebug_") == Some(rest.as_bytes()))
+        })
+    };
+    let Some(section) = file.section_by_name(name).or_else(zdebug) else {
+        return Ok(None);
+    };
+    let bad = |reason| Error::BadDwarf {
+        section: name,
+        unit: u64::MAX,
+        die: u64::MAX,
+        reason,
+    };
+    let compressed = section
+        .compressed_data()
+        .map_err(|_| bad("section data or compression header out of bounds"))?;
+    let size = usize::try_from(compressed.uncompressed_size)
+        .map_err(|_| bad("uncompressed size does not fit in memory"))?;
+    let decompress = |out: &mut Vec<u8>| -> core::result::Result<usize, ()> {
+        match compressed.format {
+            CompressionFormat::Zlib => miniz_oxide::inflate::decompress_slice_iter_to_slice(
+                out,
+                core::iter::once(compressed.data),
+                true,
+                false,
+            )
+            .map_err(|_| ()),
+            CompressionFormat::Zstandard => ruzstd::decoding::FrameDecoder::new()
+                .decode_all(compressed.data, out)
+                .map_err(|_| ()),
+            _ => Err(()),
+        }
+    };
+    match compressed.format {
+        CompressionFormat::None => Ok(Some(Bytes::Borrowed(compressed.data))),
+        CompressionFormat::Zlib | CompressionFormat::Zstandard => {
+            let mut out = Vec::new();
+            out.try_reserve_exact(size)?;
+            out.resize(size, 0);
+            match decompress(&mut out) {
+                Ok(written) if written == size => Ok(Some(Bytes::Owned(out))),
+                Ok(_) => Err(bad("decompresses to less than its announced size")),
+                Err(()) => Err(bad("corrupt compressed data")),
+            }
+        }
+        _ => Err(bad("unknown compression format")),
+    }
+}

@@ -1,0 +1,76 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT OR Apache-2.0
+#
+# Rebuilds the DWARF fixtures of tests/dwarf.rs from their C sources, and the BTF pahole
+# writes for each (the reference the test compares btfgen's conversion with):
+#   unit_a.c unit_b.c [tags.c] -> CC-dwarfV.so          (gcc and clang-19, -gdwarf-4 and -5;
+#                                                        tags.c with clang only)
+#                              -> CC-dwarf4-types.so    (-gdwarf-4 -fdebug-types-section)
+#   atomic.c                   -> atomic-CC-dwarf5.so
+#   clang-19-dwarf5.so         -> clang-19-dwarf5-{zlib,zstd,zlib-gnu}.so
+#                                 (objcopy --compress-debug-sections)
+#   core.bpf.c                 -> core.bpf.o            (clang-19 -target bpfel -g -O2)
+#   each X.so                  -> X.pahole.btf          (pahole -J --btf_gen_floats)
+#                                 but gcc-dwarf4-types.so: pahole 1.24's btf__dedup fails on
+#                                 gcc's type units, so the test compares it with
+#                                 gcc-dwarf4.pahole.btf (the same types, laid out in units)
+#
+# Shared objects, linked without the C runtime: their DWARF needs no relocations applied,
+# like a vmlinux's, and their symbol table names their functions, as pahole wants.
+# The outputs are committed: tests need neither the compilers nor pahole (Debian 12's
+# dwarves 1.24). Override the tools with GCC=, CLANG=, PAHOLE=, OBJCOPY=.
+set -eu
+
+GCC=${GCC:-gcc}
+CLANG=${CLANG:-clang-19}
+PAHOLE=${PAHOLE:-pahole}
+OBJCOPY=${OBJCOPY:-objcopy}
+
+cd "$(dirname "$0")"
+here=$(pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+so() { # CC OUT FLAGS... -- SOURCES...
+	cc=$1 out=$2
+	shift 2
+	flags=
+	while [ "$1" != -- ]; do
+		flags="$flags $1"
+		shift
+	done
+	shift
+	objs=
+	for src in "$@"; do
+		obj="$tmp/$(basename "$src" .c).o"
+		"$cc" -g $flags -fPIC -O0 -fdebug-prefix-map="$here"=. -Wall -c "$src" -o "$obj"
+		objs="$objs $obj"
+	done
+	"$cc" -shared -nostdlib $objs -o "$out"
+}
+
+pahole_btf() { # SO
+	"$PAHOLE" -J --btf_gen_floats --btf_encode_detached="${1%.so}.pahole.btf" "$1"
+}
+
+for v in 4 5; do
+	so "$GCC" gcc-dwarf$v.so -gdwarf-$v -- unit_a.c unit_b.c
+	so "$CLANG" clang-19-dwarf$v.so -gdwarf-$v -- unit_a.c unit_b.c tags.c
+done
+so "$GCC" gcc-dwarf4-types.so -gdwarf-4 -fdebug-types-section -- unit_a.c unit_b.c
+so "$CLANG" clang-19-dwarf4-types.so -gdwarf-4 -fdebug-types-section -- unit_a.c unit_b.c
+so "$GCC" atomic-gcc-dwarf5.so -gdwarf-5 -- atomic.c
+so "$CLANG" atomic-clang-19-dwarf5.so -gdwarf-5 -- atomic.c
+
+"$CLANG" -target bpfel -g -O2 -fdebug-prefix-map="$here"=. -Wall -Werror -c core.bpf.c -o core.bpf.o
+
+for z in zlib zstd zlib-gnu; do
+	"$OBJCOPY" --compress-debug-sections=$z clang-19-dwarf5.so clang-19-dwarf5-$z.so
+done
+
+for f in *.so; do
+	case $f in
+	*-zlib.so | *-zstd.so | *-zlib-gnu.so | gcc-dwarf4-types.so) ;;
+	*) pahole_btf "$f" ;;
+	esac
+done

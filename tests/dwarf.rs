@@ -1,0 +1,485 @@
+//! DWARF → BTF (`btfgen::dwarf`) against pahole: the C fixtures of `tests/data/dwarf/`
+//! (bit-fields, anonymous members, flexible and multi-dimensional arrays, packed and aligned
+//! layouts, signed, unsigned and 64-bit enums, typedefs, qualifiers, function pointers with
+//! and without variadic arguments, forward declarations, the same struct in two units, two
+//! structs with one name, clang's type and decl tags), compiled by gcc and clang-19 at DWARF
+//! 4 and 5 and with DWARF 4 type units, converted by btfgen and by `pahole -J
+//! --btf_gen_floats` (Debian 12's pahole 1.24 with libbpf 1.1's `btf__dedup`, committed as
+//! `*.pahole.btf` by `tests/data/dwarf/build.sh`).
+//!
+//! The two are compared type by type, modulo ids and order: each type is rendered as text
+//! with what it refers to spelled out (an anonymous type in full, a named one by kind, name
+//! and, for structs and unions, its member names, which tells two structs of one name
+//! apart), and the two multisets of lines must be equal — a type dedup failed to merge shows
+//! up as a line too many.
+
+use btfgen::btf::{Btf, TypeKind};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+fn data(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/dwarf")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A reference to type `id`: anonymous types in full, named ones by name.
+fn reference(btf: &Btf, id: u32, depth: usize) -> String {
+    let ty = btf.type_by_id(id).unwrap();
+    let name = btf.name(ty.name_off).unwrap();
+    if id == 0 {
+        return "void".into();
+    }
+    if depth > 16 {
+        return "...".into();
+    }
+    let kind = ty.kind().unwrap().name();
+    match &ty.kind {
+        TypeKind::Struct(c) | TypeKind::Union(c) if !name.is_empty() => {
+            let members: Vec<&str> = c.members().map(|m| btf.name(m.name_off).unwrap()).collect();
+            format!("{kind} {name}{{{}}}", members.join(","))
+        }
+        _ if !name.is_empty() => format!("{kind} {name}"),
+        _ => format!("({})", render(btf, id, depth + 1)),
+    }
+}
+
+/// Type `id` in full.
+fn render(btf: &Btf, id: u32, depth: usize) -> String {
+    let ty = btf.type_by_id(id).unwrap();
+    let name = btf.name(ty.name_off).unwrap();
+    let kind = ty.kind().map_or("VOID", |k| k.name());
+    let r = |t: u32| reference(btf, t, depth);
+    let body = match &ty.kind {
+        TypeKind::Void => String::new(),
+        TypeKind::Int {
+            size,
+            encoding,
+            offset,
+            bits,
+        } => format!("size={size} enc={encoding} off={offset} bits={bits}"),
+        TypeKind::Ptr(t)
+        | TypeKind::Typedef(t)
+        | TypeKind::Volatile(t)
+        | TypeKind::Const(t)
+        | TypeKind::Restrict(t)
+        | TypeKind::TypeTag(t) => r(*t),
+        TypeKind::Array(a) => format!(
+            "{} [{}] index {}",
+            r(a.elem_type),
+            a.nelems,
+            r(a.index_type)
+        ),
+        TypeKind::Struct(c) | TypeKind::Union(c) => {
+            let members: Vec<String> = c
+                .members()
+                .map(|m| {
+                    format!(
+                        "{}: {} @{}",
+                        btf.name(m.name_off).unwrap(),
+                        r(m.type_id),
+                        m.raw_offset
+                    )
+                })
+                .collect();
+            format!(
+                "size={} kflag={} {{{}}}",
+                c.size,
+                c.kind_flag,
+                members.join("; ")
+            )
+        }
+        TypeKind::Enum(e) | TypeKind::Enum64(e) => {
+            let values: Vec<String> = e
+                .values()
+                .map(|v| format!("{}={:#x}", btf.name(v.name_off).unwrap(), v.value))
+                .collect();
+            format!(
+                "size={} signed={} {{{}}}",
+                e.size,
+                e.signed,
+                values.join(",")
+            )
+        }
+        TypeKind::Fwd { union } => format!("union={union}"),
+        TypeKind::Func { proto, linkage } => format!("linkage={linkage} {}", r(*proto)),
+        TypeKind::FuncProto(p) => {
+            let params: Vec<String> = p
+                .params()
+                .map(|q| format!("{}: {}", btf.name(q.name_off).unwrap(), r(q.type_id)))
+                .collect();
+            format!("{} ({})", r(p.return_type), params.join(", "))
+        }
+        TypeKind::Var { type_id, linkage } => format!("linkage={linkage} {}", r(*type_id)),
+        TypeKind::Datasec(d) => {
+            let vars: Vec<String> = d
+                .vars()
+                .map(|v| format!("{}@{}+{}", r(v.type_id), v.offset, v.size))
+                .collect();
+            format!("size={} {}", d.size, vars.join(","))
+        }
+        TypeKind::Float { size } => format!("size={size}"),
+        TypeKind::DeclTag {
+            type_id,
+            component_idx,
+        } => format!("{} component={component_idx}", r(*type_id)),
+    };
+    format!("{kind} '{name}' {body}")
+}
+
+/// Every type of `btf`, rendered, with how many times each line occurs.
+fn canonical(btf: &Btf) -> BTreeMap<String, usize> {
+    let mut lines = BTreeMap::new();
+    for id in 1..btf.type_cnt() {
+        *lines.entry(render(btf, id, 0)).or_default() += 1;
+    }
+    lines
+}
+
+fn difference(ours: &BTreeMap<String, usize>, theirs: &BTreeMap<String, usize>) -> String {
+    let mut out = String::new();
+    for (line, &n) in ours {
+        let m = theirs.get(line).copied().unwrap_or(0);
+        if n > m {
+            out.push_str(&format!("  btfgen only ({}x): {line}\n", n - m));
+        }
+    }
+    for (line, &n) in theirs {
+        let m = ours.get(line).copied().unwrap_or(0);
+        if n > m {
+            out.push_str(&format!("  pahole only ({}x): {line}\n", n - m));
+        }
+    }
+    out
+}
+
+fn converted(elf: &str) -> Vec<u8> {
+    btfgen::dwarf::to_btf(&data(elf)).unwrap_or_else(|e| panic!("{elf}: {e}"))
+}
+
+fn assert_same_as_pahole(elf: &str, reference: &str) {
+    let ours = converted(elf);
+    let ours = Btf::parse(&ours).unwrap_or_else(|e| panic!("{elf}: btfgen's BTF: {e}"));
+    let theirs = data(reference);
+    let theirs = Btf::parse(&theirs).unwrap();
+    let (a, b) = (canonical(&ours), canonical(&theirs));
+    assert!(
+        a == b,
+        "{elf}: btfgen's conversion differs from {reference}:\n{}",
+        difference(&a, &b)
+    );
+    assert_eq!(ours.type_cnt(), theirs.type_cnt(), "{elf}: type count");
+}
+
+#[test]
+fn gcc_dwarf4_equals_pahole() {
+    assert_same_as_pahole("gcc-dwarf4.so", "gcc-dwarf4.pahole.btf");
+}
+
+#[test]
+fn gcc_dwarf5_equals_pahole() {
+    assert_same_as_pahole("gcc-dwarf5.so", "gcc-dwarf5.pahole.btf");
+}
+
+#[test]
+fn clang_dwarf4_equals_pahole() {
+    assert_same_as_pahole("clang-19-dwarf4.so", "clang-19-dwarf4.pahole.btf");
+}
+
+#[test]
+fn clang_dwarf5_equals_pahole() {
+    assert_same_as_pahole("clang-19-dwarf5.so", "clang-19-dwarf5.pahole.btf");
+}
+
+#[test]
+fn clang_dwarf4_type_units_equal_pahole() {
+    assert_same_as_pahole(
+        "clang-19-dwarf4-types.so",
+        "clang-19-dwarf4-types.pahole.btf",
+    );
+}
+
+/// pahole 1.24's `btf__dedup` fails on gcc's `.debug_types`; the same sources without type
+/// units are the reference.
+#[test]
+fn gcc_dwarf4_type_units_equal_pahole_without_them() {
+    assert_same_as_pahole("gcc-dwarf4-types.so", "gcc-dwarf4.pahole.btf");
+}
+
+#[test]
+fn compressed_sections_give_identical_output() {
+    let plain = converted("clang-19-dwarf5.so");
+    for z in ["zlib", "zstd", "zlib-gnu"] {
+        assert!(
+            converted(&format!("clang-19-dwarf5-{z}.so")) == plain,
+            "{z}-compressed debug sections give other BTF"
+        );
+    }
+}
+
+/// pahole 1.24 does not know `DW_TAG_atomic_type` (dwarves 1.26 learnt it): it gives every
+/// reference to one type id 0, `void`, so a member declared `_Atomic int` has no type.
+/// btfgen drops the qualifier instead (BTF has no kind for it), as pahole now does. All
+/// else equals pahole's; the lines that differ are exactly the ones `_Atomic` touches.
+#[test]
+fn atomic_is_dropped_where_pahole_1_24_writes_void() {
+    for (compiler, long, pahole_cal, only_ours, only_pahole) in [
+        (
+            "gcc",
+            "long int",
+            "void",
+            // gcc's `const _Atomic long` is member → atomic → const → long: the member
+            // loses its type, the const keeps its target.
+            &[][..],
+            &[][..],
+        ),
+        (
+            "clang-19",
+            "long",
+            "(CONST '' void)",
+            // clang's is member → const → atomic → long: pahole keeps a const of void.
+            &["CONST '' INT long"][..],
+            &["CONST '' void"][..],
+        ),
+    ] {
+        let elf = format!("atomic-{compiler}-dwarf5.so");
+        let ours = converted(&elf);
+        let ours = canonical(&Btf::parse(&ours).unwrap());
+        let theirs = data(&format!("atomic-{compiler}-dwarf5.pahole.btf"));
+        let theirs = canonical(&Btf::parse(&theirs).unwrap());
+        let atomic = |lines: &BTreeMap<String, usize>| -> Vec<String> {
+            lines
+                .keys()
+                .filter(|l| l.starts_with("STRUCT 'with_atomic'"))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(
+            atomic(&ours),
+            [format!(
+                "STRUCT 'with_atomic' size=32 kflag=false {{counter: INT int @0; head: (PTR '' \
+                 STRUCT list_node{{next}}) @64; cal: (CONST '' INT {long}) @128; plain: INT int \
+                 @192}}"
+            )],
+            "{compiler}"
+        );
+        assert_eq!(
+            atomic(&theirs),
+            [format!(
+                "STRUCT 'with_atomic' size=32 kflag=false {{counter: void @0; head: void @64; \
+                 cal: {pahole_cal} @128; plain: INT int @192}}"
+            )],
+            "{compiler}"
+        );
+        let rest = |lines: &BTreeMap<String, usize>, drop: &[&str]| -> BTreeMap<String, usize> {
+            lines
+                .iter()
+                .filter(|(l, _)| {
+                    !l.starts_with("STRUCT 'with_atomic'") && !drop.contains(&l.as_str())
+                })
+                .map(|(l, &n)| (l.clone(), n))
+                .collect()
+        };
+        let (a, b) = (rest(&ours, only_ours), rest(&theirs, only_pahole));
+        assert!(a == b, "{compiler}:\n{}", difference(&a, &b));
+    }
+}
+
+/// Malformed input is an error, never a panic: every truncation of a fixture at a step
+/// through the file, and single-byte corruptions across its debug sections.
+#[test]
+fn malformed_input_is_an_error_not_a_panic() {
+    for name in [
+        "gcc-dwarf5.so",
+        "clang-19-dwarf4-types.so",
+        "clang-19-dwarf5-zstd.so",
+    ] {
+        let elf = data(name);
+        for len in (0..elf.len()).step_by(97) {
+            let _ = btfgen::dwarf::to_btf(&elf[..len]);
+        }
+        for at in (0..elf.len()).step_by(11) {
+            for byte in [0x00, 0xff] {
+                let mut bad = elf.clone();
+                bad[at] = byte;
+                if let Ok(btf) = btfgen::dwarf::to_btf(&bad) {
+                    // Whatever converts must still be BTF the parser accepts.
+                    Btf::parse(&btf).unwrap_or_else(|e| panic!("{name}: byte {at}: {e}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_error_names_section_unit_and_die() {
+    let mut elf = data("gcc-dwarf5.so");
+    // The first unit's first DIE names abbreviation 1; make it one that does not exist.
+    let info = btfgen_section_offset(&elf, ".debug_info");
+    elf[info + 12] = 0x7f;
+    let err = btfgen::dwarf::to_btf(&elf).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            btfgen::Error::BadDwarf {
+                section: ".debug_info",
+                unit: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+/// File offset of section `name` in a 64-bit little-endian ELF file.
+fn btfgen_section_offset(elf: &[u8], name: &str) -> usize {
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
+    let (shoff, shnum, shstrndx) = (u64_at(0x28), u16_at(0x3c), u16_at(0x3e));
+    let header = |i: usize| shoff + i * 64;
+    let strtab = u64_at(header(shstrndx) + 0x18);
+    (0..shnum)
+        .find(|&i| {
+            let n = strtab + u32_at(header(i));
+            elf[n..].starts_with(name.as_bytes()) && elf[n + name.len()] == 0
+        })
+        .map(|i| u64_at(header(i) + 0x18))
+        .unwrap()
+}
+
+fn btfgen(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_btfgen"))
+        .args(args)
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/dwarf"))
+        .output()
+        .unwrap()
+}
+
+/// `btfgen dump` takes an ELF file with DWARF and no `.BTF` as it takes BTF: as many types
+/// as pahole's BTF of it has.
+#[test]
+fn cli_dump_converts_dwarf() {
+    let count = |out: &std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with('['))
+            .count()
+    };
+    let ours = count(&btfgen(&["dump", "gcc-dwarf5.so"]));
+    let theirs = count(&btfgen(&["dump", "gcc-dwarf5.pahole.btf"]));
+    assert_eq!(ours, theirs);
+    assert_eq!(
+        ours as u32 + 1,
+        Btf::parse(&data("gcc-dwarf5.pahole.btf"))
+            .unwrap()
+            .type_cnt()
+    );
+}
+
+#[test]
+fn cli_from_dwarf_without_dwarf_is_an_error() {
+    let out = btfgen(&["dump", "--from-dwarf", "gcc-dwarf5.pahole.btf"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("gcc-dwarf5.pahole.btf: DWARF") && stderr.contains(".debug_info"),
+        "{stderr}"
+    );
+}
+
+/// `min-core-btf` with a DWARF input minimizes as with pahole's BTF of it: the same types
+/// out for every fixture (compressed ones against the plain one's reference), the same
+/// bytes but for type units' order, and the summary line says where the BTF came from.
+#[test]
+fn cli_min_core_btf_from_dwarf_equals_from_pahole_btf() {
+    let dir = std::env::temp_dir().join(format!("btfgen-dwarf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (from_dwarf, from_pahole) = (dir.join("dwarf.btf"), dir.join("pahole.btf"));
+    let run = |input: &str, out: &std::path::Path| {
+        let out = btfgen(&["min-core-btf", input, out.to_str().unwrap(), "core.bpf.o"]);
+        assert!(
+            out.status.success(),
+            "{input}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    for (elf, reference) in [
+        ("gcc-dwarf4.so", "gcc-dwarf4.pahole.btf"),
+        ("gcc-dwarf5.so", "gcc-dwarf5.pahole.btf"),
+        ("gcc-dwarf4-types.so", "gcc-dwarf4.pahole.btf"),
+        ("clang-19-dwarf4.so", "clang-19-dwarf4.pahole.btf"),
+        ("clang-19-dwarf5.so", "clang-19-dwarf5.pahole.btf"),
+        (
+            "clang-19-dwarf4-types.so",
+            "clang-19-dwarf4-types.pahole.btf",
+        ),
+        ("clang-19-dwarf5-zlib.so", "clang-19-dwarf5.pahole.btf"),
+        ("clang-19-dwarf5-zstd.so", "clang-19-dwarf5.pahole.btf"),
+        ("clang-19-dwarf5-zlib-gnu.so", "clang-19-dwarf5.pahole.btf"),
+    ] {
+        let summary = run(elf, &from_dwarf);
+        assert!(
+            summary.contains("3 CO-RE relocation(s) (3 resolved)"),
+            "{elf}: {summary}"
+        );
+        assert!(
+            summary.contains("bytes (BTF from DWARF) ->"),
+            "{elf}: {summary}"
+        );
+        let summary = run(reference, &from_pahole);
+        assert!(!summary.contains("DWARF"), "{reference}: {summary}");
+        let (ours, theirs) = (
+            std::fs::read(&from_dwarf).unwrap(),
+            std::fs::read(&from_pahole).unwrap(),
+        );
+        let (a, b) = (
+            canonical(&Btf::parse(&ours).unwrap()),
+            canonical(&Btf::parse(&theirs).unwrap()),
+        );
+        assert!(
+            a == b,
+            "{elf}: minimized BTF differs from that of {reference}:\n{}",
+            difference(&a, &b)
+        );
+        // Type units come first in btfgen's ids, so only their order differs from pahole's.
+        assert!(
+            elf.contains("-types") || ours == theirs,
+            "{elf}: minimized BTF is not byte for byte that of {reference}"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Any ELF file against pahole's BTF of it, for inputs too large or not ours to commit (a
+/// debug vmlinux, a library built with -g -O2): `BTFGEN_DWARF_ELF=FILE
+/// BTFGEN_DWARF_PAHOLE=FILE.btf cargo test --release --test dwarf -- --ignored`.
+#[test]
+#[ignore = "needs BTFGEN_DWARF_ELF and BTFGEN_DWARF_PAHOLE"]
+fn external_elf_equals_pahole() {
+    let elf = std::env::var("BTFGEN_DWARF_ELF").expect("BTFGEN_DWARF_ELF");
+    let reference = std::env::var("BTFGEN_DWARF_PAHOLE").expect("BTFGEN_DWARF_PAHOLE");
+    let started = std::time::Instant::now();
+    let ours = btfgen::dwarf::to_btf(&std::fs::read(&elf).unwrap()).unwrap();
+    eprintln!(
+        "{elf}: converted in {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    let ours = Btf::parse(&ours).unwrap();
+    let theirs = std::fs::read(&reference).unwrap();
+    let theirs = Btf::parse(&theirs).unwrap();
+    let (a, b) = (canonical(&ours), canonical(&theirs));
+    assert!(
+        a == b,
+        "{elf} differs from {reference}:\n{}",
+        difference(&a, &b)
+    );
+    assert_eq!(ours.type_cnt(), theirs.type_cnt());
+}
