@@ -1,9 +1,9 @@
 //! Filters for whole-BTF scans.
 
 use super::KindSet;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fallible;
-use alloc::vec::Vec;
+use alloc::boxed::Box;
 
 /// The types a whole-BTF scan is after: a set of kinds, and names by their first two bytes (a
 /// 64 Kibit table), so that most types are rejected by their kind alone and most of the rest
@@ -12,8 +12,12 @@ use alloc::vec::Vec;
 #[derive(Debug, Clone)]
 pub struct NameFilter {
     kinds: KindSet,
-    prefixes: Vec<u64>,
+    /// One bit per slot ([`slot`]): a fixed-size array, so lookups need no bounds check.
+    prefixes: Box<[u64; PREFIX_WORDS]>,
 }
+
+/// Words of the prefix table: one bit for each pair of first bytes.
+const PREFIX_WORDS: usize = (1 << 16) / 64;
 
 /// Slot of a name in the prefix table: its first two bytes (a one-byte name: the byte and 0).
 fn slot(name: &[u8]) -> usize {
@@ -29,8 +33,11 @@ fn slot(name: &[u8]) -> usize {
 impl NameFilter {
     /// A filter that lets nothing through.
     pub fn new() -> Result<Self> {
-        let mut prefixes = fallible::vec_with_capacity(1024)?;
-        prefixes.resize(1024, 0);
+        let mut prefixes = fallible::vec_with_capacity(PREFIX_WORDS)?;
+        prefixes.resize(PREFIX_WORDS, 0);
+        // Length equal to capacity: the conversions neither copy nor fail.
+        let prefixes: Box<[u64]> = prefixes.into_boxed_slice();
+        let prefixes = prefixes.try_into().map_err(|_| Error::OutOfMemory)?;
         Ok(NameFilter {
             kinds: KindSet::EMPTY,
             prefixes,
