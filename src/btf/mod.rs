@@ -192,7 +192,7 @@ impl<'a> Btf<'a> {
         if let Some(word) = self.validated.get(index / 64) {
             let bit = 1u64 << (index % 64);
             if word.load(Ordering::Relaxed) & bit == 0 {
-                validate::check_type(self, &ty)?;
+                validate::check_type(self, &ty, offset)?;
                 word.fetch_or(bit, Ordering::Relaxed);
             }
         }
@@ -214,13 +214,9 @@ impl<'a> Btf<'a> {
         Ok((word(0), Kind::from_raw((word(4) >> 24) & 0x1f)))
     }
 
-    /// Word `word` of type `id`'s record (0 = name_off, 1 = info, 2 = size/type, 3.. = data),
-    /// for checks on raw fields the decoded view does not keep.
-    pub(crate) fn raw_word(&self, id: u32, word: usize) -> Result<u32> {
-        if id < self.start_id {
-            return Err(Error::NoSuchType(id));
-        }
-        let offset = self.offset(id)?;
+    /// Word `word` of the own type record at `offset` (0 = name_off, 1 = info, 2 = size/type,
+    /// 3.. = data), for checks on raw fields the decoded view does not keep.
+    pub(crate) fn raw_word(&self, offset: usize, word: usize) -> Result<u32> {
         parse::read_u32(self.types, offset + 4 * word, self.endian).ok_or(Error::Truncated {
             what: "BTF type record",
             offset,
@@ -331,12 +327,17 @@ impl<'a> Btf<'a> {
     /// Like [`Btf::types`], with the types of kinds btfgen does not know, which the layout
     /// section let the parse step over, as [`Entry::Unknown`].
     pub fn entries(&self) -> impl Iterator<Item = Result<Entry<'a>>> + '_ {
+        self.records().map(|(_, entry)| entry)
+    }
+
+    /// [`Btf::entries`], each with the offset of its record in the type section.
+    pub(super) fn records(&self) -> impl Iterator<Item = (usize, Result<Entry<'a>>)> + '_ {
         let mut offset = 0;
         (self.start_id..self.type_cnt()).map(move |id| {
             let at = offset;
             let record = self.index.record(self.types, self.endian, at);
             offset += record.map_or(0, |(len, _)| len);
-            match record {
+            let entry = match record {
                 Some((_, info)) if Kind::from_raw((info >> 24) & 0x1f).is_none() => {
                     Ok(Entry::Unknown(UnknownType {
                         id,
@@ -346,7 +347,8 @@ impl<'a> Btf<'a> {
                     }))
                 }
                 _ => self.type_at(id, at).map(Entry::Type),
-            }
+            };
+            (at, entry)
         })
     }
 
