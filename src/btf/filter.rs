@@ -65,8 +65,8 @@ impl NameFilter {
     /// Whether the name at the start of `name` (the string section from the name on, up to
     /// its NUL) may be one that was added: its first two bytes are those of a name added (a
     /// one-byte name was filed under (byte, 0), so a longer name starting with that byte
-    /// passes too), and its length is that of a name added or it has a flavor suffix (which
-    /// makes it longer than the name it is a flavor of).
+    /// passes too), and its length is that of a name added, or a `___` follows its first `n`
+    /// bytes for a length `n` of a name added (a flavor of such a name).
     #[inline]
     pub fn accepts_name(&self, name: &[u8]) -> bool {
         let wanted = |slot: usize| self.prefixes[slot / 64] & (1 << (slot % 64)) != 0;
@@ -77,21 +77,20 @@ impl NameFilter {
         let Some(len) = super::nul_position(name) else {
             return false;
         };
-        self.lengths & (1 << len.min(63)) != 0 || has_flavor_separator(&name[..len])
-    }
-}
-
-/// Whether `name` holds `___`, without which a name is its own essential name
-/// (`bpf_core_essential_name_len`).
-fn has_flavor_separator(name: &[u8]) -> bool {
-    let mut underscores = 0;
-    for &byte in name {
-        underscores = if byte == b'_' { underscores + 1 } else { 0 };
-        if underscores == 3 {
+        if self.lengths & (1 << len.min(63)) != 0 {
             return true;
         }
+        // The lengths below this one (a name of 63 bytes or more was let through above).
+        let mut shorter = self.lengths & ((1 << len.min(63)) - 1);
+        while shorter != 0 {
+            let essential = shorter.trailing_zeros() as usize;
+            shorter &= shorter - 1;
+            if name[..len].get(essential..essential + 3) == Some(b"___") {
+                return true;
+            }
+        }
+        false
     }
-    false
 }
 
 #[cfg(test)]
@@ -117,6 +116,10 @@ mod tests {
         assert!(!accepts(b"task_struct_ext"), "a longer name, no flavor");
         assert!(!accepts(b"task_stru"), "a shorter name");
         assert!(!accepts(b"task_struct__x"), "two underscores are no flavor");
+        assert!(
+            !accepts(b"task___struct"),
+            "a flavor of a name of no wanted length"
+        );
         assert!(
             !accepts(b"ab"),
             "a longer name starting with a one-byte name"
