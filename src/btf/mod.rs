@@ -192,7 +192,7 @@ impl<'a> Btf<'a> {
         if let Some(word) = self.validated.get(index / 64) {
             let bit = 1u64 << (index % 64);
             if word.load(Ordering::Relaxed) & bit == 0 {
-                validate::check_type(self, &ty)?;
+                validate::check_type(self, &ty, offset)?;
                 word.fetch_or(bit, Ordering::Relaxed);
             }
         }
@@ -214,13 +214,9 @@ impl<'a> Btf<'a> {
         Ok((word(0), Kind::from_raw((word(4) >> 24) & 0x1f)))
     }
 
-    /// Word `word` of type `id`'s record (0 = name_off, 1 = info, 2 = size/type, 3.. = data),
-    /// for checks on raw fields the decoded view does not keep.
-    pub(crate) fn raw_word(&self, id: u32, word: usize) -> Result<u32> {
-        if id < self.start_id {
-            return Err(Error::NoSuchType(id));
-        }
-        let offset = self.offset(id)?;
+    /// Word `word` of the own type record at `offset` (0 = name_off, 1 = info, 2 = size/type,
+    /// 3.. = data), for checks on raw fields the decoded view does not keep.
+    pub(crate) fn raw_word(&self, offset: usize, word: usize) -> Result<u32> {
         parse::read_u32(self.types, offset + 4 * word, self.endian).ok_or(Error::Truncated {
             what: "BTF type record",
             offset,
@@ -245,7 +241,7 @@ impl<'a> Btf<'a> {
     }
 
     /// Whether the record at `pos` (with `info`) is a named type `filter` lets through.
-    #[inline(never)]
+    #[inline]
     fn passes(&self, filter: &NameFilter, pos: usize, info: u32) -> bool {
         filter.kinds().contains_raw((info >> 24) & 0x1f)
             && parse::read_u32(self.types, pos, self.endian)
@@ -282,10 +278,18 @@ impl<'a> Btf<'a> {
         })
     }
 
+    /// The bytes of the string at offset `offset` (without its NUL), resolving into the base
+    /// for split BTF; `None` when the offset is out of range or the string unterminated. No
+    /// UTF-8 check: for scans that compare names with names they already have.
+    pub fn name_bytes(&self, offset: u32) -> Option<&'a [u8]> {
+        let rest = self.string_tail(offset)?;
+        Some(&rest[..nul_position(rest)?])
+    }
+
     /// The string at offset `offset`, resolving into the base for split BTF.
     pub fn name(&self, offset: u32) -> Result<&'a str> {
         let rest = self.strings_from(offset)?;
-        let end = rest.iter().position(|&b| b == 0).ok_or(Error::BadString {
+        let end = nul_position(rest).ok_or(Error::BadString {
             offset,
             reason: "not NUL-terminated",
         })?;
@@ -323,12 +327,17 @@ impl<'a> Btf<'a> {
     /// Like [`Btf::types`], with the types of kinds btfgen does not know, which the layout
     /// section let the parse step over, as [`Entry::Unknown`].
     pub fn entries(&self) -> impl Iterator<Item = Result<Entry<'a>>> + '_ {
+        self.records().map(|(_, entry)| entry)
+    }
+
+    /// [`Btf::entries`], each with the offset of its record in the type section.
+    pub(super) fn records(&self) -> impl Iterator<Item = (usize, Result<Entry<'a>>)> + '_ {
         let mut offset = 0;
         (self.start_id..self.type_cnt()).map(move |id| {
             let at = offset;
             let record = self.index.record(self.types, self.endian, at);
             offset += record.map_or(0, |(len, _)| len);
-            match record {
+            let entry = match record {
                 Some((_, info)) if Kind::from_raw((info >> 24) & 0x1f).is_none() => {
                     Ok(Entry::Unknown(UnknownType {
                         id,
@@ -338,7 +347,8 @@ impl<'a> Btf<'a> {
                     }))
                 }
                 _ => self.type_at(id, at).map(Entry::Type),
-            }
+            };
+            (at, entry)
         })
     }
 
@@ -439,6 +449,28 @@ impl<'a> Btf<'a> {
     }
 }
 
+/// Index of the first NUL in `bytes`, eight bytes at a time: names are read from a string
+/// section that goes on after them, and a scan per byte was most of a candidate lookup.
+fn nul_position(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        // The lowest high bit set marks the first zero byte (a borrow only marks bytes above).
+        let zeros = word.wrapping_sub(ONES) & !word & HIGHS;
+        if zeros != 0 {
+            return Some(at + (zeros.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let rest = chunks.remainder().iter().position(|&b| b == 0)?;
+    Some(at + rest)
+}
+
 /// Follow a chain of type ids from `start`, `step` giving the next id or the result: `None` if
 /// the chain comes back on itself. Like libbpf, no depth limit applies to a chain that ends
 /// (it visits every type once at most); a cycle, which only BTF not fully validated can have,
@@ -481,6 +513,26 @@ mod tests {
         })
         .unwrap();
         (steps, found)
+    }
+
+    #[test]
+    fn nul_position_finds_the_first_nul() {
+        for len in 0..40 {
+            for nul in 0..=len {
+                // Every byte value before the NUL, 0x80 and 0x01 among them (borrow cases).
+                let mut bytes: Vec<u8> =
+                    (0..len).map(|i| [0x80, 0x01, b'a', 0xff][i % 4]).collect();
+                if nul < len {
+                    bytes[nul] = 0;
+                    // A second NUL right after must not be taken for the first.
+                    if nul + 1 < len {
+                        bytes[nul + 1] = 0;
+                    }
+                }
+                let expected = bytes.iter().position(|&b| b == 0);
+                assert_eq!(nul_position(&bytes), expected, "len {len}, nul {nul}");
+            }
+        }
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
     // Cycle-search state per type; types without value edges start finished.
     let mut colour: Vec<u8> =
         fallible::vec_with_capacity((btf.type_cnt() - btf.start_id()) as usize)?;
-    for (id, entry) in (btf.start_id()..).zip(btf.entries()) {
+    for (id, (offset, entry)) in (btf.start_id()..).zip(btf.records()) {
         // A type of a kind btfgen does not know is only stepped over; nothing may refer to it.
         let ty = match entry? {
             Entry::Type(ty) => ty,
@@ -61,7 +61,7 @@ pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
                 continue;
             }
         };
-        check_type(btf, &ty)?;
+        check_type(btf, &ty, offset)?;
         if long_type.is_none()
             && let TypeKind::Int { size: 4 | 8, .. } = ty.kind
             && LONG_NAMES.contains(&btf.name(ty.name_off)?)
@@ -114,10 +114,6 @@ fn check_header_flags(ty: &Type<'_>, vlen: u16, kind_flag: bool) -> Result<()> {
     Ok(())
 }
 
-fn raw_word3(btf: &Btf<'_>, id: u32) -> Result<u32> {
-    btf.raw_word(id, 3)
-}
-
 /// Check a name offset; `true` when the name is empty. A name must start on a character
 /// boundary: a UTF-8 string section read from the middle of a character is not UTF-8.
 fn check_name(btf: &Btf<'_>, id: u32, name_off: u32) -> Result<bool> {
@@ -130,10 +126,11 @@ fn check_name(btf: &Btf<'_>, id: u32, name_off: u32) -> Result<bool> {
     Ok(first == 0)
 }
 
-pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
+/// Check own type `ty`, whose record is at `record` in the type section.
+pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>, record: usize) -> Result<()> {
     let id = ty.id;
     let anonymous = check_name(btf, id, ty.name_off)?;
-    let info = btf.raw_word(id, 1)?;
+    let info = btf.raw_word(record, 1)?;
     // Linux 7.1 keeps a 5-bit kind and a 16-bit vlen; later encoders widen both into these
     // bits, and such records would be misread.
     if info & UNUSED_INFO_BITS != 0 {
@@ -160,7 +157,7 @@ pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>) -> Result<()> {
             bits,
             encoding,
         } => {
-            if raw_word3(btf, id)? & 0xf000_0000 != 0 {
+            if btf.raw_word(record, 3)? & 0xf000_0000 != 0 {
                 return Err(bad(id, "INT has unused bits set"));
             }
             if !matches!(size, 1 | 2 | 4 | 8 | 16) {

@@ -191,18 +191,15 @@ impl CandidateIndex {
                 };
                 // What `Btf::name` reads; a name out of range or unterminated is nobody's
                 // candidate.
-                let Some(tail) = btf.string_tail(name_off) else {
+                let Some(name) = btf.name_bytes(name_off) else {
                     continue;
                 };
-                let Some(end) = tail.iter().position(|&b| b == 0) else {
-                    continue;
-                };
-                let essential = essential_len(&tail[..end]);
+                let essential = essential_len(name);
                 if !plan.may_want_len(essential) {
                     continue;
                 }
                 // A name that is not UTF-8 is nobody's candidate either.
-                let Ok(name) = core::str::from_utf8(&tail[..end]) else {
+                let Ok(name) = core::str::from_utf8(name) else {
                     continue;
                 };
                 if let Some((&key, kinds)) = missing.get_key_value(&name[..essential])
