@@ -352,6 +352,18 @@ impl<'a> Btf<'a> {
         })
     }
 
+    /// `(id, offset, info)` of every type this BTF defines, in id order, from the record
+    /// headers alone (no decoding): one sequential walk, for scans over every type.
+    pub(super) fn headers(&self) -> impl Iterator<Item = (u32, usize, u32)> + '_ {
+        let mut offset = 0;
+        (self.start_id..self.type_cnt()).map_while(move |id| {
+            let at = offset;
+            let (len, info) = self.index.record(self.types, self.endian, at)?;
+            offset += len;
+            Some((id, at, info))
+        })
+    }
+
     /// Whether type `id` (its own or its base's) is of a kind btfgen does not know, skipped
     /// by the layout section.
     pub fn is_unknown_kind(&self, id: u32) -> bool {
