@@ -122,3 +122,35 @@ fn the_checker_finds_a_broken_anchor() {
     assert!(!heads.contains("nowhere"));
     assert_eq!(slug("bpftool's spellings"), "bpftools-spellings");
 }
+
+/// The README is read in five minutes, and points to every topic file; each topic file starts
+/// with its title and a paragraph saying what it covers.
+#[test]
+fn the_readme_is_short_and_every_topic_is_reachable() {
+    let readme = fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines (at most 250)");
+    for file in markdown_files().iter().skip(1) {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        assert!(
+            readme.contains(&format!("](docs/{name}")),
+            "README.md does not link docs/{name}"
+        );
+        let text = fs::read_to_string(file).unwrap();
+        let mut head = text.lines();
+        assert!(
+            head.next().is_some_and(|l| l.starts_with("# ")),
+            "{name}: no title"
+        );
+        assert_eq!(
+            head.next(),
+            Some(""),
+            "{name}: no blank line after the title"
+        );
+        let covers = head.next().unwrap_or_default();
+        assert!(
+            covers.len() > 40 && !covers.starts_with('#'),
+            "{name}: does not start by saying what it covers"
+        );
+    }
+}

@@ -1,4 +1,4 @@
-//! Reading the compatibility report (`btfgen-report/3`, README "Compatibility report") the way
+//! Reading the compatibility report (`btfgen-report/3`, docs/batch-and-report.md, "Compatibility report") the way
 //! a consumer does: each kernel with its program set's `verdicts` and `programs`, every index
 //! replaced by the record it names, which is `/2`'s shape. Checks on the way that the report
 //! stores each distinct record once.
