@@ -442,8 +442,11 @@ GUARDS=("$DATA/targets/btf__guards.btf" "$DATA/progs/guards.bpf.o" read_gone
 # PROGRAM=VERDICT for every entry program of OBJECT as `btfgen min-core-btf --report` gives it.
 cli_verdicts() { # TARGET OBJECT
     "$CLI" -q min-core-btf --report "$TMP/verdicts.json" "$1" "$TMP/verdicts.btf" "$2" || return
+    # btfgen-report/3: the kernel names its program set, the set indexes the programs.
     python3 -c 'import json, sys
-for p in json.load(open(sys.argv[1]))["kernels"][0]["programs"]:
+report = json.load(open(sys.argv[1]))
+programs = report["program_sets"][report["kernels"][0]["program_set"]]["programs"]
+for p in (report["programs"][i] for i in programs):
     print(p["program"] + "=" + p["verdict"])' "$TMP/verdicts.json"
 }
 

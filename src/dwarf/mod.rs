@@ -2,8 +2,8 @@
 //! no `.BTF` (a distribution's debug vmlinux), deduplicated as libbpf's `btf__dedup` does,
 //! as raw BTF bytes that [`crate::btf::Btf`] parses.
 //!
-//! [`sections`] reads (and decompresses) the DWARF sections, [`convert`] turns each type DIE
-//! into one BTF record as pahole 1.24 does, [`dedup`] merges the records the units repeat.
+//! `sections` reads (and decompresses) the DWARF sections, `convert` turns each type DIE
+//! into one BTF record as pahole 1.24 does, `dedup` merges the records the units repeat.
 //! The records in between are laid out like BTF's own (a header and kind-specific words)
 //! so that deduplication reads as libbpf's.
 
