@@ -207,18 +207,28 @@ fn minimize(
         .map(report::RowStore::new)
         .transpose()?;
     let mut verdicts = KernelVerdicts::default();
+    if args.explain {
+        info.keep_provenance();
+    }
+    // The entry programs (their verdicts, and each relocation's callers) are read by the
+    // report, --explain and the summary line; a quiet run without either skips them.
+    let judge = store.is_some() || args.explain || !super::quiet();
     let mut failed = None;
     for (at, (name, obj, local)) in parsed.iter().enumerate() {
         let relocated = info.relocate(obj, local).map_err(context(name))?;
-        let programs = report::record_object(
-            &mut verdicts,
-            store.as_ref().map(|s| (s, &mut rows)),
-            (at, name),
-            obj,
-            local,
-            info.targets(),
-            &relocated,
-        )?;
+        let programs = if judge {
+            report::record_object(
+                &mut verdicts,
+                store.as_ref().map(|s| (s, &mut rows)),
+                (at, name),
+                obj,
+                local,
+                info.targets(),
+                &relocated,
+            )?
+        } else {
+            Vec::new()
+        };
         if let Err(e) = info.add_relocated(name, &relocated, &programs) {
             failed.get_or_insert(CliError(format!("{name}: {e}")));
             // With a report, the other objects' relocations are still worth reporting.

@@ -201,21 +201,27 @@ fn search_members<'t>(
         let saved_bits = targ.bit_offset;
         targ.bit_offset = targ.bit_offset.wrapping_add(m.bit_offset);
         targ.push_raw(i as u32)?;
-        let name = targ_btf.name(m.name_off)?;
+        // Bytes first: most members' names differ, and only the match needs its `&str`
+        // (whose UTF-8 check would cost more than the comparison).
+        let name = match targ_btf.name_bytes(m.name_off) {
+            Some(bytes) => bytes,
+            // Out of range or unterminated: the error that says which.
+            None => targ_btf.name(m.name_off)?.as_bytes(),
+        };
         if name.is_empty() {
             if let Some(found) =
                 match_member(local_btf, local_acc, targ_btf, m.type_id, targ, searched)?
             {
                 return Ok(Some(found));
             }
-        } else if name == local_name {
+        } else if name == local_name.as_bytes() {
             if !fields_are_compat(local_btf, local_member.type_id, targ_btf, m.type_id)? {
                 return Ok(None);
             }
             targ.push_accessor(Accessor {
                 type_id: targ_type.id,
                 idx: i as u32,
-                name: Some(name),
+                name: Some(targ_btf.name(m.name_off)?),
             })?;
             return Ok(Some(m.type_id));
         }

@@ -20,11 +20,10 @@ pub mod verdict;
 pub use calc::{PoisonReason, Resolution};
 pub use candidates::{BtfSource, Candidate, CandidateIndex, ScanPlan, Targets};
 pub use events::{EventSink, RelocEvent};
-pub use spec::Spec;
+pub use spec::{MatchedSpec, Spec};
 
 use crate::btf::Btf;
 use crate::error::{Error, Result};
-use crate::fallible;
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 
@@ -132,12 +131,12 @@ pub struct Resolved<'t> {
     pub res: Resolution,
     /// Every candidate that matched, with its target spec, in search order; the first is the
     /// one whose values were used. Empty when none matched (and for `local_type_id`).
-    pub matches: Vec<(Candidate, Spec<'t>)>,
+    pub matches: Vec<(Candidate, MatchedSpec<'t>)>,
 }
 
 impl<'t> Resolved<'t> {
     /// The chosen (first matching) candidate and its target spec.
-    pub fn target(&self) -> Option<&(Candidate, Spec<'t>)> {
+    pub fn target(&self) -> Option<&(Candidate, MatchedSpec<'t>)> {
         self.matches.first()
     }
 }
@@ -229,7 +228,7 @@ pub fn resolve<'t>(
         .ok_or(Error::OutOfMemory)?;
     sink.event(relocating);
     let mut chosen: Option<Resolution> = None;
-    let mut matches: Vec<(Candidate, Spec<'t>)> = Vec::new();
+    let mut matches: Vec<(Candidate, MatchedSpec<'t>)> = Vec::new();
     for (i, cand) in cands.iter().enumerate() {
         let targ_btf = targets.btf(cand.source);
         let targ = matching::spec_match(local_btf, &local, targ_btf, cand.id).map_err(at)?;
@@ -270,7 +269,9 @@ pub fn resolve<'t>(
         } else {
             chosen = Some(res);
         }
-        fallible::push(&mut matches, (*cand, targ))?;
+        // Exact: one candidate matches almost always, and every relocation keeps its list.
+        matches.try_reserve_exact(1)?;
+        matches.push((*cand, MatchedSpec::of(&targ)?));
     }
     match chosen {
         Some(res) => {

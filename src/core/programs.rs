@@ -10,8 +10,8 @@ use crate::btf::Btf;
 use crate::core::relocate::RelocatedObject;
 use crate::error::{Error, Result};
 use crate::fallible;
-use crate::object::assemble::{AssembledProgram, SectionCode, assemble_all};
-use crate::object::{BpfObject, INSN_SIZE};
+use crate::object::assemble::{AssembledProgram, SectionCode, assemble_all_code};
+use crate::object::BpfObject;
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 
@@ -91,15 +91,14 @@ pub(crate) fn for_each_assembled<'o>(
         section_index: s.index,
         insns: &s.insns,
     }));
-    let mut by_record: HashMap<(&str, u32), usize> = HashMap::new();
-    by_record
-        .try_reserve(relocated.relocations.len())
-        .map_err(|_| Error::OutOfMemory)?;
+    // Each section's relocations, in record order: a part's are those within its code.
+    let mut by_section: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, r) in relocated.relocations.iter().enumerate() {
-        by_record.insert((r.section, r.relo), i);
+        by_section.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
+        fallible::push(by_section.entry(r.section).or_default(), i)?;
     }
-    for assembled in assemble_all(obj, Some(local), &code)? {
-        let relocations = relocations_of(&assembled, &by_record)?;
+    for assembled in assemble_all_code(obj, local, &code)? {
+        let relocations = relocations_of(&assembled, relocated, &by_section)?;
         each(&assembled, relocations)?;
     }
     Ok(())
@@ -117,24 +116,40 @@ pub fn callers<P: AppliedRelocations>(
         .map(|p| p.program())
 }
 
-/// The relocations of `assembled`, by the `(section, relo #N)` of each record.
+/// The relocations of `assembled`, in assembled-instruction order: each part's, moved from
+/// its section to where the part starts (as libbpf moves a sub-program's CO-RE records).
 fn relocations_of(
     assembled: &AssembledProgram<'_>,
-    by_record: &HashMap<(&str, u32), usize>,
+    relocated: &RelocatedObject<'_, '_>,
+    by_section: &HashMap<&str, Vec<usize>>,
 ) -> Result<Vec<ProgramRelocation>> {
-    let mut out = fallible::vec_with_capacity(assembled.core_relos.len())?;
+    let mut out = Vec::new();
     let main_len = assembled.parts.first().map_or(0, |p| p.insn_count());
-    for placed in &assembled.core_relos {
-        // Records outside every function are skipped by relocation as by libbpf.
-        let Some(&relocation) = by_record.get(&(placed.section, placed.relo)) else {
+    for part in &assembled.parts {
+        let first = part.section_insn();
+        let code = first..first.saturating_add(part.insn_count());
+        let Some(indices) = by_section.get(part.program.section_name) else {
             continue;
         };
-        let insn = placed.insn_off / INSN_SIZE as u32;
-        out.push(ProgramRelocation {
-            relocation,
-            insn,
-            in_subprog: insn >= main_len,
-        });
+        for &relocation in indices {
+            let Some(r) = relocated.relocations.get(relocation) else {
+                continue;
+            };
+            if !code.contains(&r.section_insn) {
+                continue;
+            }
+            let insn = part.start + (r.section_insn - first);
+            fallible::push(
+                &mut out,
+                ProgramRelocation {
+                    relocation,
+                    insn,
+                    in_subprog: insn >= main_len,
+                },
+            )?;
+        }
     }
+    // Stable: records of one instruction keep their order.
+    out.sort_by_key(|r| r.insn);
     Ok(out)
 }

@@ -90,7 +90,14 @@ pub fn relocate_object<'o, 't>(
 
     let target_is_le = obj.endian().is_little_endian();
     let mut cache = CandidateCache::new();
+    // Room for every record at once: the list is kept whole until the object is recorded,
+    // and growing it by doubling would leave up to half of it unused.
+    let mut records = 0usize;
+    for section in obj.core_relo_sections(local) {
+        records = records.saturating_add(section?.records.len());
+    }
     let mut relocations = Vec::new();
+    relocations.try_reserve_exact(records)?;
     let mut sections = Vec::new();
     for section in obj.core_relo_sections(local) {
         let section = section?;

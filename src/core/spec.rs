@@ -6,6 +6,8 @@
 use super::RelocKind;
 use crate::btf::{Btf, TypeKind};
 use crate::error::{Error, Result};
+use crate::fallible;
+use alloc::vec::Vec;
 
 /// Longest access string libbpf accepts (`BPF_CORE_SPEC_MAX_LEN`).
 pub const MAX_SPEC_LEN: usize = 64;
@@ -36,6 +38,37 @@ pub struct Spec<'a> {
     pub raw: heapless::Vec<u32, MAX_SPEC_LEN>,
     /// Bit offset of the accessed field from the start of the root type.
     pub bit_offset: u32,
+}
+
+/// A matched target spec as a relocation keeps it: the same facts as its [`Spec`], in
+/// buffers sized to the path. A `Spec` is a fixed-size working value (~1.8 KiB, for the
+/// longest access string libbpf accepts); an object's relocations keep one per matching
+/// candidate, and most paths are a few steps long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchedSpec<'a> {
+    /// The relocation's root type id.
+    pub root_type_id: u32,
+    /// Kind of the relocation.
+    pub kind: RelocKind,
+    /// High-level accessors.
+    pub accessors: Vec<Accessor<'a>>,
+    /// Low-level spec: every access-string index, including anonymous members.
+    pub raw: Vec<u32>,
+    /// Bit offset of the accessed field from the start of the root type.
+    pub bit_offset: u32,
+}
+
+impl<'a> MatchedSpec<'a> {
+    /// `spec` in buffers of its own length.
+    pub fn of(spec: &Spec<'a>) -> Result<Self> {
+        Ok(MatchedSpec {
+            root_type_id: spec.root_type_id,
+            kind: spec.kind,
+            accessors: fallible::to_vec(&spec.accessors)?,
+            raw: fallible::to_vec(&spec.raw)?,
+            bit_offset: spec.bit_offset,
+        })
+    }
 }
 
 impl<'a> Spec<'a> {

@@ -16,7 +16,7 @@
 //! ([`super::RelocInfo`]), so that libbpf's candidate pruning gives the same results.
 
 use crate::btf::{Btf, TypeKind};
-use crate::core::spec::Spec;
+use crate::core::spec::MatchedSpec;
 use crate::core::{BtfSource, RelocKind, Targets};
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -51,8 +51,11 @@ impl Mark {
     }
 }
 
-fn push_reason(list: &mut Vec<ReasonId>, reason: ReasonId) -> Result<()> {
-    if !list.contains(&reason) {
+/// Add `reason` to `list` once; `None` (provenance not kept) adds nothing.
+fn push_reason(list: &mut Vec<ReasonId>, reason: Option<ReasonId>) -> Result<()> {
+    if let Some(reason) = reason
+        && !list.contains(&reason)
+    {
         fallible::push(list, reason)?;
     }
     Ok(())
@@ -109,13 +112,13 @@ impl Marks {
         Ok(self.map.entry(key).or_default())
     }
 
-    fn mark(&mut self, key: TypeKey, reason: ReasonId) -> Result<bool> {
+    fn mark(&mut self, key: TypeKey, reason: Option<ReasonId>) -> Result<bool> {
         let is_new = !self.map.contains_key(&key);
         push_reason(&mut self.entry(key)?.reasons, reason)?;
         Ok(is_new)
     }
 
-    fn mark_member(&mut self, key: TypeKey, index: u32, reason: ReasonId) -> Result<()> {
+    fn mark_member(&mut self, key: TypeKey, index: u32, reason: Option<ReasonId>) -> Result<()> {
         let mark = self.entry(key)?;
         push_reason(&mut mark.reasons, reason)?;
         match mark.members.binary_search_by_key(&index, |(i, _)| *i) {
@@ -123,14 +126,14 @@ impl Marks {
             Err(pos) => {
                 mark.members.try_reserve(1)?;
                 let mut reasons = Vec::new();
-                fallible::push(&mut reasons, reason)?;
+                push_reason(&mut reasons, reason)?;
                 mark.members.insert(pos, (index, reasons));
                 Ok(())
             }
         }
     }
 
-    fn mark_whole(&mut self, key: TypeKey, reason: ReasonId) -> Result<bool> {
+    fn mark_whole(&mut self, key: TypeKey, reason: Option<ReasonId>) -> Result<bool> {
         let is_new = self.mark(key, reason)?;
         let mark = self.entry(key)?;
         let first_time_whole = !mark.whole;
@@ -145,8 +148,8 @@ pub struct Recorder<'m, 'r, 't> {
     pub marks: &'m mut Marks,
     /// The target BTFs.
     pub targets: &'r Targets<'t>,
-    /// The relocation being recorded.
-    pub reason: ReasonId,
+    /// The relocation being recorded, when provenance is kept.
+    pub reason: Option<ReasonId>,
 }
 
 impl<'t> Recorder<'_, '_, 't> {
@@ -164,7 +167,7 @@ impl<'t> Recorder<'_, '_, 't> {
     }
 
     /// Record what one matched candidate's target spec needs.
-    pub fn record(&mut self, source: BtfSource, spec: &Spec<'_>) -> Result<()> {
+    pub fn record(&mut self, source: BtfSource, spec: &MatchedSpec<'_>) -> Result<()> {
         let root = spec.root_type_id;
         if spec.kind.is_field_based() {
             self.record_field(source, spec)
@@ -208,7 +211,7 @@ impl<'t> Recorder<'_, '_, 't> {
 
     /// Walk the target spec's low-level path from the root, keeping every member on it and the
     /// type of the accessed field.
-    fn record_field(&mut self, source: BtfSource, spec: &Spec<'_>) -> Result<()> {
+    fn record_field(&mut self, source: BtfSource, spec: &MatchedSpec<'_>) -> Result<()> {
         let btf = self.btf(source);
         let mut id = self.mark_chain(source, spec.root_type_id)?;
         for &index in spec.raw.iter().skip(1) {

@@ -62,6 +62,8 @@ pub struct RelocInfo<'t> {
     index: CandidateIndex,
     marks: Marks,
     reasons: Vec<Reason>,
+    /// Whether [`RelocInfo::keep_provenance`] asked for `reasons`.
+    provenance: bool,
     stats: Stats,
 }
 
@@ -73,8 +75,22 @@ impl<'t> RelocInfo<'t> {
             index: CandidateIndex::new(),
             marks: Marks::new(),
             reasons: Vec::new(),
+            provenance: false,
             stats: Stats::default(),
         }
+    }
+
+    /// Keep, for every type and member recorded from now on, the relocations that needed it
+    /// and the entry programs they are applied to, for [`RelocInfo::explain`]. Off by default:
+    /// the minimized BTF does not depend on it, and it costs memory per relocation.
+    pub fn keep_provenance(&mut self) {
+        self.provenance = true;
+    }
+
+    /// Whether [`RelocInfo::keep_provenance`] was asked for: only then do the callers passed
+    /// to [`RelocInfo::add_relocated`] matter.
+    pub fn keeps_provenance(&self) -> bool {
+        self.provenance
     }
 
     /// Start with nothing recorded against `targets`, with candidates already indexed (see
@@ -115,7 +131,11 @@ impl<'t> RelocInfo<'t> {
     /// object is recorded then, also when recording runs out of memory part way.
     pub fn add_object(&mut self, name: &str, obj: &BpfObject<'_>, local: &Btf<'_>) -> Result<()> {
         let relocated = self.relocate(obj, local)?;
-        let programs = programs::entry_relocations(obj, local, &relocated)?;
+        let programs = if self.provenance {
+            programs::entry_relocations(obj, local, &relocated)?
+        } else {
+            Vec::new()
+        };
         self.add_relocated(name, &relocated, &programs)
     }
 
@@ -195,11 +215,32 @@ impl<'t> RelocInfo<'t> {
                 continue;
             }
             self.stats.resolved += 1;
-            let reason = self.reasons.len() as ReasonId;
             let kind = r.kind.ok_or(Error::BadRelocation {
                 relo: r.relo,
                 reason: "unknown relocation kind",
             })?;
+            let reason = if self.provenance {
+                Some(self.reasons.len() as ReasonId)
+            } else {
+                None
+            };
+            let mut recorder = Recorder {
+                marks,
+                targets: &self.targets,
+                reason,
+            };
+            match resolved.matches.iter().find(|(cand, _)| cand == keep) {
+                Some((cand, spec)) => recorder.record(cand.source, spec)?,
+                // Not reachable while pruning holds; keeping every match is always safe.
+                None => {
+                    for (cand, spec) in &resolved.matches {
+                        recorder.record(cand.source, spec)?;
+                    }
+                }
+            }
+            if !self.provenance {
+                continue;
+            }
             let mut callers = Vec::new();
             for caller in programs::callers(programs, at) {
                 fallible::push(&mut callers, fallible::to_string(caller)?)?;
@@ -215,20 +256,6 @@ impl<'t> RelocInfo<'t> {
                     callers,
                 },
             )?;
-            let mut recorder = Recorder {
-                marks,
-                targets: &self.targets,
-                reason,
-            };
-            match resolved.matches.iter().find(|(cand, _)| cand == keep) {
-                Some((cand, spec)) => recorder.record(cand.source, spec)?,
-                // Not reachable while pruning holds; keeping every match is always safe.
-                None => {
-                    for (cand, spec) in &resolved.matches {
-                        recorder.record(cand.source, spec)?;
-                    }
-                }
-            }
         }
         Ok(())
     }
@@ -246,9 +273,16 @@ impl<'t> RelocInfo<'t> {
         })
     }
 
-    /// Describe, for each kept type and member, the relocations that needed it.
+    /// Describe, for each kept type and member, the relocations that needed it. Needs
+    /// [`RelocInfo::keep_provenance`] before the first object (an `InvalidArgument` error
+    /// otherwise: the reasons were not kept).
     pub fn explain(&self, out: &mut String) -> Result<()> {
         use core::fmt::Write;
+        if !self.provenance {
+            return Err(Error::InvalidArgument(
+                "explain needs keep_provenance before objects are added",
+            ));
+        }
         // The output's own ids: emission may add types (`long`, an array index type) and order
         // them other than by source id.
         let keys = emit::output_keys(&self.targets, &self.marks)?;

@@ -151,7 +151,7 @@ pub fn assemble<'a>(
         .ok_or(Error::InvalidArgument(
             "no entry-point program of that name",
         ))?;
-    Assembler::new(obj, btf, code)?.program(program)
+    Assembler::new(obj, btf, code, true)?.program(program)
 }
 
 /// Assemble every entry-point program of `obj`, in section and offset order; arguments as for
@@ -161,9 +161,24 @@ pub fn assemble_all<'a>(
     btf: Option<&Btf<'a>>,
     code: &[SectionCode<'_>],
 ) -> Result<Vec<AssembledProgram<'a>>> {
-    let mut assembler = Assembler::new(obj, btf, code)?;
+    assemble_each(Assembler::new(obj, btf, code, true)?)
+}
+
+/// Every entry-point program of `obj` as [`assemble_all`] assembles it, but without its BTF
+/// records (`func_info`, `line_info` and `core_relos` left empty): the code, its parts and
+/// loader relocations, all that control flow reads. Those records are most of an assembly's
+/// work and matter only to a loader; where a relocation lands follows from `parts`.
+pub fn assemble_all_code<'a>(
+    obj: &BpfObject<'a>,
+    btf: &Btf<'a>,
+    code: &[SectionCode<'_>],
+) -> Result<Vec<AssembledProgram<'a>>> {
+    assemble_each(Assembler::new(obj, Some(btf), code, false)?)
+}
+
+fn assemble_each<'a>(mut assembler: Assembler<'_, 'a, '_>) -> Result<Vec<AssembledProgram<'a>>> {
     let mut out = Vec::new();
-    for program in entry_points(obj) {
+    for program in entry_points(assembler.obj) {
         fallible::push(&mut out, assembler.program(program)?)?;
     }
     Ok(out)
@@ -191,6 +206,8 @@ struct Assembler<'s, 'a, 'i> {
     code: &'i [SectionCode<'i>],
     text: Option<usize>,
     relocations: Vec<SectionRelocations<'a>>,
+    /// Whether programs get their `func_info`, `line_info` and `core_relos`.
+    btf_records: bool,
 }
 
 fn bad(reason: &'static str, section: usize, offset: u64) -> Error {
@@ -210,6 +227,7 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
         obj: &'s BpfObject<'a>,
         btf: Option<&'s Btf<'a>>,
         code: &'i [SectionCode<'i>],
+        btf_records: bool,
     ) -> Result<Self> {
         if obj.btf_ext().is_some() && btf.is_none() {
             return Err(Error::InvalidArgument(
@@ -234,15 +252,8 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
             code,
             text: obj.section_by_name(".text").map(|s| s.index),
             relocations: Vec::new(),
+            btf_records,
         })
-    }
-
-    /// Instruction `idx` of section `section`: from the replacement code if any, else the ELF.
-    fn insn(&self, section: usize, idx: u32) -> Option<Insn> {
-        match self.code.iter().find(|c| c.section_index == section) {
-            Some(c) => c.insns.get(idx as usize).copied(),
-            None => self.obj.section_by_index(section)?.insn(idx as usize),
-        }
     }
 
     /// Append the instructions of `program` to `insns`, which stays within `u32` indexes, so
@@ -257,13 +268,32 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
             });
         }
         insns.try_reserve(count as usize)?;
-        for idx in first..first + count {
-            let insn = self.insn(program.section_index, idx).ok_or(bad(
+        let past_end = || {
+            bad(
                 "function extends past its section",
                 program.section_index,
                 u64::from(program.offset),
-            ))?;
-            insns.push(insn);
+            )
+        };
+        // Replacement code is copied as one slice; ELF code is decoded instruction by
+        // instruction (its byte order may not be the host's).
+        match self.code.iter().find(|c| c.section_index == program.section_index) {
+            Some(c) => {
+                let code = c
+                    .insns
+                    .get(first as usize..first as usize + count as usize)
+                    .ok_or_else(past_end)?;
+                insns.extend_from_slice(code);
+            }
+            None => {
+                let section = self
+                    .obj
+                    .section_by_index(program.section_index)
+                    .ok_or_else(past_end)?;
+                for idx in first..first + count {
+                    insns.push(section.insn(idx as usize).ok_or_else(past_end)?);
+                }
+            }
         }
         Ok(())
     }
@@ -435,10 +465,15 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
                 insn.src_reg = PSEUDO_FUNC;
             }
         }
-        let (func_info, line_info) = self.ext_info(&parts)?;
+        let (func_info, line_info, core_relos) = if self.btf_records {
+            let (func_info, line_info) = self.ext_info(&parts)?;
+            (func_info, line_info, self.core_relos(&parts)?)
+        } else {
+            (Vec::new(), Vec::new(), Vec::new())
+        };
         Ok(AssembledProgram {
             program: *main,
-            core_relos: self.core_relos(&parts)?,
+            core_relos,
             relocations: self.loader_relocations(&parts)?,
             insns,
             parts,

@@ -123,6 +123,7 @@ pub fn pipeline_staged(
 fn run(targets: Targets<'_>, objects: &[&[u8]]) -> std::result::Result<Output, (Stage, Error)> {
     let at = |stage| move |e| (stage, e);
     let mut info = RelocInfo::new(targets);
+    info.keep_provenance();
     for (i, object) in objects.iter().enumerate() {
         let name = if i == 0 { "first.o" } else { "other.o" };
         add_object(&mut info, name, object).map_err(at(Stage::Object))?;

@@ -311,6 +311,12 @@ fn analyse(
     relocated: &RelocatedObject<'_, '_>,
     evidence: &mut Vec<Evidence>,
 ) -> Result<Verdict> {
+    // Only a poisoned instruction can make the verifier refuse what libbpf relocated: a
+    // program without one loads, and most programs on most kernels have none, so the
+    // propagation runs only where its answer can differ.
+    if !assembled.insns.iter().any(is_poison) {
+        return Ok(Verdict::Loads);
+    }
     let annotations = annotations(obj, assembled, relocations, relocated)?;
     let mut global_subprogs = Vec::new();
     for part in assembled.parts.iter().skip(1).filter(|p| p.program.global) {
