@@ -1,0 +1,511 @@
+//! The second pass's records: one BTF record for each type DIE by its tag (base types,
+//! pointers with their type tags, qualifiers, typedefs, structs and unions with their
+//! bit-fields, enums, arrays, subroutine types), and the `FUNC` with its `FUNC_PROTO` and
+//! `DECL_TAG`s for each function pahole encodes, as pahole 1.24's `btf_encoder.c` writes
+//! them. The ids are the first pass's, in `convert`; this file only fills their slots.
+
+use super::{
+    At, DW_TAG_LLVM_ANNOTATION, Die, INT_BOOL, INT_SIGNED, Input, MAX_ARRAY_DIMENSIONS, Output,
+    Slot, Target, gimli_reason, numeric, plus_uconst,
+};
+use crate::btf::Kind;
+use crate::dwarf::Record;
+use crate::error::Result;
+use crate::fallible;
+use alloc::vec::Vec;
+use gimli::{AttributeValue, constants as dw};
+
+impl<'a> Input<'a> {
+    pub(super) fn convert_type(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        die: &Die<'_, '_, 'a>,
+        id: u32,
+        at: At,
+    ) -> Result<()> {
+        let tag = die.tag();
+        let data = &self.units[unit];
+        let name = self.name(data, die, at)?;
+        let record = match tag {
+            dw::DW_TAG_base_type => return self.base_type(out, die, id, name, at),
+            dw::DW_TAG_pointer_type => return self.pointer(out, unit, die, id, at),
+            dw::DW_TAG_const_type => Record::reference(Kind::Const, self.type_of(unit, die, at)?),
+            dw::DW_TAG_volatile_type => {
+                Record::reference(Kind::Volatile, self.type_of(unit, die, at)?)
+            }
+            dw::DW_TAG_restrict_type => {
+                Record::reference(Kind::Restrict, self.type_of(unit, die, at)?)
+            }
+            dw::DW_TAG_typedef => {
+                let target = self.type_of(unit, die, at)?;
+                let name = out.intern(name, at)?;
+                self.decl_tags(out, unit, die, id, -1, at)?;
+                Record::new(name, Kind::Typedef, false, 0, target)
+            }
+            dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type => {
+                return self.composite(out, unit, die, id, name, at);
+            }
+            dw::DW_TAG_enumeration_type => return self.enumeration(out, unit, die, id, name, at),
+            dw::DW_TAG_array_type => return self.array(out, unit, die, id, at),
+            dw::DW_TAG_subroutine_type => {
+                let (record, words) = self.proto(out, unit, die, false, at)?;
+                return out.types.set(id, record, &words);
+            }
+            // A pointer's type tags were written with the pointer.
+            _ => return Ok(()),
+        };
+        out.types.set(id, record, &[])
+    }
+
+    fn base_type(
+        &self,
+        out: &mut Output<'a, '_>,
+        die: &Die<'_, '_, 'a>,
+        id: u32,
+        name: Option<&'a [u8]>,
+        at: At,
+    ) -> Result<()> {
+        let byte_size = self.udata(die, dw::DW_AT_byte_size, at)?.unwrap_or(0);
+        let encoding = self.udata(die, dw::DW_AT_encoding, at)?.unwrap_or(0);
+        let encoding = gimli::DwAte(encoding as u8);
+        let size = u32::try_from(byte_size).map_err(|_| at.err("a base type's size overflows"))?;
+        if encoding == dw::DW_ATE_float {
+            let name = out.intern(name, at)?;
+            return out
+                .types
+                .set(id, Record::new(name, Kind::Float, false, 0, size), &[]);
+        }
+        if matches!(
+            encoding,
+            dw::DW_ATE_complex_float | dw::DW_ATE_imaginary_float
+        ) {
+            // pahole --btf_gen_floats stops here too: BTF has no complex types.
+            return Err(at.err("complex and imaginary floating-point types have no BTF encoding"));
+        }
+        let btf_encoding = match encoding {
+            dw::DW_ATE_signed | dw::DW_ATE_signed_char => INT_SIGNED,
+            dw::DW_ATE_boolean => INT_BOOL,
+            _ => 0,
+        };
+        // DWARF 5's DW_ATE_[un]signed_N helper types of odd sizes: pahole's sanitized int.
+        let (name, size) = if size == 0 || !size.is_power_of_two() || size > 16 {
+            (Some(&b"__SANITIZED_FAKE_INT__"[..]), 4)
+        } else {
+            (name, size)
+        };
+        let name = out.intern(name, at)?;
+        out.types.set(
+            id,
+            Record::new(name, Kind::Int, false, 0, size),
+            &[(btf_encoding << 24) | (size * 8)],
+        )
+    }
+
+    /// A pointer, and its `btf_type_tag`s: `pointer -> tag_n -> ... -> tag_1 -> pointee` for
+    /// tags written `tag_1 ... tag_n` (pahole's `dwarf_cu__recode_btf_type_tag_ptr`).
+    fn pointer(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        die: &Die<'_, '_, 'a>,
+        id: u32,
+        at: At,
+    ) -> Result<()> {
+        let mut target = self.type_of(unit, die, at)?;
+        for child in self.children(unit, die, at)? {
+            let tag_id = {
+                let slots = &self.units[unit].slots;
+                match slots.binary_search_by_key(&child, |&(o, _)| o) {
+                    Ok(i) => match slots[i].1 {
+                        Slot::Type(tag_id) => tag_id,
+                        Slot::Alias(_) => continue,
+                    },
+                    Err(_) => continue,
+                }
+            };
+            let child_die = self.entry(unit, child, at)?;
+            let value =
+                self.string_attr(&self.units[unit], &child_die, dw::DW_AT_const_value, at)?;
+            let name = out.intern(value, at)?;
+            out.types.set(
+                tag_id,
+                Record::new(name, Kind::TypeTag, false, 0, target),
+                &[],
+            )?;
+            target = tag_id;
+        }
+        out.types.set(id, Record::reference(Kind::Ptr, target), &[])
+    }
+
+    /// `DECL_TAG`s for the `btf_decl_tag` annotations among `die`'s children, on `target`
+    /// with component index `component` (-1: the type or function itself).
+    fn decl_tags(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        die: &Die<'_, '_, 'a>,
+        target: u32,
+        component: i32,
+        at: At,
+    ) -> Result<()> {
+        for child in self.children(unit, die, at)? {
+            let child_die = self.entry(unit, child, at)?;
+            if child_die.tag() != DW_TAG_LLVM_ANNOTATION
+                || !self.annotation_is(&self.units[unit], &child_die, b"btf_decl_tag", at)?
+            {
+                continue;
+            }
+            let value =
+                self.string_attr(&self.units[unit], &child_die, dw::DW_AT_const_value, at)?;
+            let name = out.intern(value, at)?;
+            out.next_extra()?;
+            out.extra.push(
+                Record::new(name, Kind::DeclTag, false, 0, target),
+                &[component as u32],
+            )?;
+        }
+        Ok(())
+    }
+
+    fn composite(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        die: &Die<'_, '_, 'a>,
+        id: u32,
+        name: Option<&'a [u8]>,
+        at: At,
+    ) -> Result<()> {
+        let union = die.tag() == dw::DW_TAG_union_type;
+        let kind = if union { Kind::Union } else { Kind::Struct };
+        let name_off = out.intern(name, at)?;
+        if self.flag(die, dw::DW_AT_declaration, at)? {
+            // libbpf rejects an anonymous FWD; an empty anonymous type says the same.
+            let record = if name_off == 0 {
+                Record::new(0, kind, false, 0, 0)
+            } else {
+                Record::new(name_off, Kind::Fwd, union, 0, 0)
+            };
+            return out.types.set(id, record, &[]);
+        }
+        let size = self.udata(die, dw::DW_AT_byte_size, at)?.unwrap_or(0);
+        let size = u32::try_from(size).map_err(|_| at.err("a struct's size overflows"))?;
+        let little = self.little;
+        let mut words: Vec<u32> = Vec::new();
+        let mut any_bitfield = false;
+        let mut member_index = 0i32;
+        for child in self.children(unit, die, at)? {
+            let member = self.entry(unit, child, at)?;
+            let mut at = at;
+            at.die = self.units[unit].start + child.0 as u64;
+            match member.tag() {
+                dw::DW_TAG_member => {}
+                dw::DW_TAG_inheritance => {
+                    member_index += 1;
+                    continue;
+                }
+                _ => continue,
+            }
+            let member_name = self.name(&self.units[unit], &member, at)?;
+            let member_name = out.intern(member_name, at)?;
+            let member_type = self.type_of(unit, &member, at)?;
+            let bitfield_size = self.udata(&member, dw::DW_AT_bit_size, at)?.unwrap_or(0);
+            let bit_offset = self.member_bit_offset(unit, &member, bitfield_size, little, at)?;
+            let offset = if bitfield_size != 0 {
+                any_bitfield = true;
+                if bitfield_size > 255 || bit_offset >= 1 << 24 {
+                    return Err(at.err("a bit-field too large or too far for BTF"));
+                }
+                ((bitfield_size as u32) << 24) | bit_offset
+            } else {
+                bit_offset
+            };
+            fallible::extend(&mut words, &[member_name, member_type, offset])?;
+            self.decl_tags(out, unit, &member, id, member_index, at)?;
+            member_index += 1;
+        }
+        self.decl_tags(out, unit, die, id, -1, at)?;
+        let vlen =
+            u16::try_from(words.len() / 3).map_err(|_| at.err("more members than BTF holds"))?;
+        out.types.set(
+            id,
+            Record::new(name_off, kind, any_bitfield, vlen, size),
+            &words,
+        )
+    }
+
+    /// A member's bit offset as pahole's `class_member__cache_byte_size` computes it:
+    /// `DW_AT_data_bit_offset` as it is; `DW_AT_bit_offset` (counted from the storage unit's
+    /// most significant bit) turned into an offset from its least significant bit on
+    /// little-endian targets.
+    fn member_bit_offset(
+        &self,
+        unit: usize,
+        member: &Die<'_, '_, 'a>,
+        bitfield_size: u64,
+        little: bool,
+        at: At,
+    ) -> Result<u32> {
+        let too_far = || at.err("a member's offset does not fit in 32 bits");
+        if let Some(bits) = self.udata(member, dw::DW_AT_data_bit_offset, at)? {
+            return u32::try_from(bits).map_err(|_| too_far());
+        }
+        let location = member
+            .attr_value(dw::DW_AT_data_member_location)
+            .map_err(|e| at.err(gimli_reason(e)))?;
+        let byte_offset = match location {
+            None => 0,
+            Some(AttributeValue::Exprloc(expr)) => plus_uconst(expr.0.slice())
+                .ok_or(at.err("a member location that is no constant offset"))?,
+            Some(value) => numeric(&value).ok_or(at.err("a member location of unknown form"))?,
+        } as i64;
+        let mut bit_offset = byte_offset.wrapping_mul(8);
+        if bitfield_size != 0 {
+            let byte_size = match self.udata(member, dw::DW_AT_byte_size, at)? {
+                Some(size) if size != 0 => size,
+                _ => self.storage_size(unit, member, at)?,
+            };
+            if byte_size != 0 {
+                let dwarf_offset =
+                    self.udata(member, dw::DW_AT_bit_offset, at)?.unwrap_or(0) as i64;
+                let storage_bits = (byte_size as i64).wrapping_mul(8);
+                let within = if little {
+                    storage_bits - dwarf_offset - bitfield_size as i64
+                } else {
+                    dwarf_offset
+                };
+                bit_offset = bit_offset.wrapping_add(within);
+            }
+        }
+        u32::try_from(bit_offset).map_err(|_| too_far())
+    }
+
+    /// The byte size of a bit-field's declared type, through typedefs and qualifiers.
+    fn storage_size(&self, unit: usize, member: &Die<'_, '_, 'a>, at: At) -> Result<u64> {
+        let mut target = self.target(unit, member, dw::DW_AT_type, at)?;
+        for _ in 0..crate::btf::MAX_RESOLVE_DEPTH {
+            let Target::Die { unit, offset } = target else {
+                return Ok(0);
+            };
+            let die = self.entry(unit, offset, at)?;
+            match die.tag() {
+                dw::DW_TAG_typedef
+                | dw::DW_TAG_const_type
+                | dw::DW_TAG_volatile_type
+                | dw::DW_TAG_restrict_type
+                | dw::DW_TAG_atomic_type => target = self.target(unit, &die, dw::DW_AT_type, at)?,
+                tag => {
+                    let size = self.udata(&die, dw::DW_AT_byte_size, at)?.unwrap_or(0);
+                    return Ok(if size == 0 && tag == dw::DW_TAG_enumeration_type {
+                        4
+                    } else {
+                        size
+                    });
+                }
+            }
+        }
+        Err(at.err("a chain of typedefs and qualifiers too long"))
+    }
+
+    fn enumeration(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        die: &Die<'_, '_, 'a>,
+        id: u32,
+        name: Option<&'a [u8]>,
+        at: At,
+    ) -> Result<()> {
+        let name = out.intern(name, at)?;
+        // pahole: a declaration (no size) is an `int`-sized enum without values.
+        let size = match self.udata(die, dw::DW_AT_byte_size, at)? {
+            None | Some(0) => 4,
+            Some(size) => u32::try_from(size).map_err(|_| at.err("an enum's size overflows"))?,
+        };
+        // Signedness from the underlying type DW_AT_type names itself (not through typedefs).
+        let signed = match self.target(unit, die, dw::DW_AT_type, at)? {
+            Target::Void => false,
+            Target::Die { unit, offset } => {
+                let base = self.entry(unit, offset, at)?;
+                let encoding = self.udata(&base, dw::DW_AT_encoding, at)?.unwrap_or(0);
+                let encoding = gimli::DwAte(encoding as u8);
+                encoding == dw::DW_ATE_signed || encoding == dw::DW_ATE_signed_char
+            }
+        };
+        let wide = size > 4;
+        let mut words: Vec<u32> = Vec::new();
+        let mut negative = false;
+        for child in self.children(unit, die, at)? {
+            let enumerator = self.entry(unit, child, at)?;
+            if enumerator.tag() != dw::DW_TAG_enumerator {
+                continue;
+            }
+            let value_name = self.name(&self.units[unit], &enumerator, at)?;
+            let value_name = out.intern(value_name, at)?;
+            let value = enumerator
+                .attr_value(dw::DW_AT_const_value)
+                .map_err(|e| at.err(gimli_reason(e)))?
+                .and_then(|v| numeric(&v))
+                .unwrap_or(0);
+            if wide {
+                fallible::extend(
+                    &mut words,
+                    &[value_name, value as u32, (value >> 32) as u32],
+                )?;
+            } else {
+                // libbpf's btf__add_enum_value: a value must fit in 32 bits, signed or not; a
+                // negative one makes the enum signed.
+                let signed_value = value as i64;
+                if !(i64::from(i32::MIN)..=i64::from(u32::MAX)).contains(&signed_value) {
+                    return Err(at.err("an enumerator of a 4-byte enum does not fit in 32 bits"));
+                }
+                negative |= signed_value < 0;
+                fallible::extend(&mut words, &[value_name, value as u32])?;
+            }
+        }
+        let per = if wide { 3 } else { 2 };
+        let vlen = u16::try_from(words.len() / per)
+            .map_err(|_| at.err("more enumerators than BTF holds"))?;
+        let (kind, flag) = if wide {
+            (Kind::Enum64, signed)
+        } else {
+            (Kind::Enum, negative)
+        };
+        out.types
+            .set(id, Record::new(name, kind, flag, vlen, size), &words)
+    }
+
+    /// pahole 1.24 writes a multi-dimensional array as one array of all its elements.
+    fn array(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        die: &Die<'_, '_, 'a>,
+        id: u32,
+        at: At,
+    ) -> Result<()> {
+        let elem = self.type_of(unit, die, at)?;
+        let mut nelems = 1u32;
+        let mut dimensions = 0;
+        for child in self.children(unit, die, at)? {
+            let subrange = self.entry(unit, child, at)?;
+            if subrange.tag() != dw::DW_TAG_subrange_type {
+                continue;
+            }
+            if dimensions == MAX_ARRAY_DIMENSIONS {
+                break;
+            }
+            dimensions += 1;
+            // pahole's attr_upper_bound: upper bound + 1, else the count, else 0.
+            let count = if let Some(upper) = subrange
+                .attr_value(dw::DW_AT_upper_bound)
+                .map_err(|e| at.err(gimli_reason(e)))?
+            {
+                numeric(&upper).map_or(0, |u| u.wrapping_add(1))
+            } else {
+                self.udata(&subrange, dw::DW_AT_count, at)?.unwrap_or(0)
+            };
+            nelems = nelems.wrapping_mul(count as u32);
+        }
+        let index = out.index_type()?;
+        out.types.set(
+            id,
+            Record::new(0, Kind::Array, false, 0, 0),
+            &[elem, index, nelems],
+        )
+    }
+
+    /// A `FUNC_PROTO` for a subroutine type or a function: return type, parameters, and a
+    /// trailing `void` parameter when variadic. For a function (`named`), parameters
+    /// carry their names.
+    fn proto(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        die: &Die<'_, '_, 'a>,
+        named: bool,
+        at: At,
+    ) -> Result<(Record, Vec<u32>)> {
+        let ret = self.type_of(unit, die, at)?;
+        let mut words: Vec<u32> = Vec::new();
+        let mut variadic = false;
+        for child in self.children(unit, die, at)? {
+            let param = self.entry(unit, child, at)?;
+            match param.tag() {
+                dw::DW_TAG_formal_parameter => {
+                    let name = if named {
+                        let name = self.name(&self.units[unit], &param, at)?;
+                        out.intern(name, at)?
+                    } else {
+                        0
+                    };
+                    let ty = self.type_of(unit, &param, at)?;
+                    fallible::extend(&mut words, &[name, ty])?;
+                }
+                dw::DW_TAG_unspecified_parameters => variadic = true,
+                _ => {}
+            }
+        }
+        if variadic {
+            fallible::extend(&mut words, &[0, 0])?;
+        }
+        let vlen =
+            u16::try_from(words.len() / 2).map_err(|_| at.err("more parameters than BTF holds"))?;
+        Ok((Record::new(0, Kind::FuncProto, false, vlen, ret), words))
+    }
+
+    /// A `FUNC` (and its `FUNC_PROTO`, `DECL_TAG`s) for a function pahole 1.24 encodes: a
+    /// definition whose parameters all have names, named by a function symbol not yet
+    /// encoded (or, in a file without function symbols, external).
+    pub(super) fn convert_function(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        die: &Die<'_, '_, 'a>,
+        at: At,
+    ) -> Result<()> {
+        if self.flag(die, dw::DW_AT_declaration, at)? {
+            return Ok(());
+        }
+        let data = &self.units[unit];
+        let Some(name) = self.name(data, die, at)? else {
+            return Ok(());
+        };
+        for child in self.children(unit, die, at)? {
+            let param = self.entry(unit, child, at)?;
+            if param.tag() == dw::DW_TAG_formal_parameter
+                && self.name(&self.units[unit], &param, at)?.is_none()
+            {
+                return Ok(());
+            }
+        }
+        if out.functions.is_empty() {
+            if !self.flag(die, dw::DW_AT_external, at)? {
+                return Ok(());
+            }
+        } else {
+            match out.functions.binary_search_by_key(&name, |&(n, _)| n) {
+                Ok(i) if !out.functions[i].1 => out.functions[i].1 = true,
+                _ => return Ok(()),
+            }
+        }
+        let (record, words) = self.proto(out, unit, die, true, at)?;
+        let proto = out.next_extra()?;
+        out.extra.push(record, &words)?;
+        let func = out.next_extra()?;
+        let name = out.intern(Some(name), at)?;
+        out.extra
+            .push(Record::new(name, Kind::Func, false, 0, proto), &[])?;
+        self.decl_tags(out, unit, die, func, -1, at)?;
+        let mut index = 0;
+        for child in self.children(unit, die, at)? {
+            let param = self.entry(unit, child, at)?;
+            if param.tag() == dw::DW_TAG_formal_parameter {
+                self.decl_tags(out, unit, &param, func, index, at)?;
+                index += 1;
+            }
+        }
+        Ok(())
+    }
+}
