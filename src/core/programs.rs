@@ -10,8 +10,8 @@ use crate::btf::Btf;
 use crate::core::relocate::RelocatedObject;
 use crate::error::{Error, Result};
 use crate::fallible;
-use crate::object::assemble::{AssembledProgram, SectionCode, assemble_all_code};
 use crate::object::BpfObject;
+use crate::object::assemble::{AssembledProgram, SectionCode, assemble_all_code};
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 

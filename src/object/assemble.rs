@@ -277,7 +277,11 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
         };
         // Replacement code is copied as one slice; ELF code is decoded instruction by
         // instruction (its byte order may not be the host's).
-        match self.code.iter().find(|c| c.section_index == program.section_index) {
+        match self
+            .code
+            .iter()
+            .find(|c| c.section_index == program.section_index)
+        {
             Some(c) => {
                 let code = c
                     .insns
