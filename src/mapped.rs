@@ -60,8 +60,9 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard, Once, OnceLock};
 
 /// How many inputs can be mapped and guarded at once (a main BTF, its base and modules, for
-/// every live C ABI session); further inputs are read.
-pub const GUARD_SLOTS: usize = 16;
+/// every live C ABI session, and a command's objects: libbpf-tools has over 50); further
+/// inputs are read. Each slot holds an open file until its input is dropped.
+pub const GUARD_SLOTS: usize = 256;
 
 /// The bytes of an input file: mapped when possible, read otherwise.
 pub enum FileBytes {
@@ -86,10 +87,21 @@ impl FileBytes {
     /// Map (or read) the file at `path`. A directory is `EISDIR`; running out of memory is
     /// [`io::ErrorKind::OutOfMemory`]; other failures are the failing system call's.
     pub fn open(path: &Path) -> io::Result<FileBytes> {
+        Self::open_as(path, Access::Whole)
+    }
+
+    /// [`FileBytes::open`] for a file of which only some parts are read, such as a BPF
+    /// object's sections next to its DWARF: its pages are mapped as they are first read, not
+    /// all at open, and an unread part costs nothing.
+    pub fn open_parts(path: &Path) -> io::Result<FileBytes> {
+        Self::open_as(path, Access::Parts)
+    }
+
+    fn open_as(path: &Path, access: Access) -> io::Result<FileBytes> {
         let file = open_file(path)?;
         let meta = file.metadata()?;
         let file = if meta.is_file() && meta.len() > 0 {
-            match GuardedMap::new(path, file, &meta)? {
+            match GuardedMap::new(path, file, &meta, access)? {
                 Ok(guarded) => return Ok(FileBytes::Mapped(guarded)),
                 Err(file) => file,
             }
@@ -174,6 +186,15 @@ pub fn check_all() -> Result<(), InputChanged> {
     (0..GUARD_SLOTS).try_for_each(check_slot)
 }
 
+/// How much of a mapped input will be read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// All of it (a BTF): every page is mapped at open.
+    Whole,
+    /// Some sections: pages are mapped on first read.
+    Parts,
+}
+
 /// A mapped input, registered with the `SIGBUS` guard for as long as it lives.
 pub struct GuardedMap {
     map: memmap2::Mmap,
@@ -184,7 +205,12 @@ impl GuardedMap {
     /// Map `file` and guard the mapping: `Ok(Err(file))` (to be read instead) if the kernel
     /// refuses to map it, the guard cannot be installed or every slot is taken; `Err` only
     /// when out of memory.
-    fn new(path: &Path, file: File, meta: &std::fs::Metadata) -> io::Result<Result<Self, File>> {
+    fn new(
+        path: &Path,
+        file: File,
+        meta: &std::fs::Metadata,
+        access: Access,
+    ) -> io::Result<Result<Self, File>> {
         INSTALL.call_once(install_handler);
         let Ok(len) = usize::try_from(meta.len()) else {
             return Ok(Err(file));
@@ -202,8 +228,13 @@ impl GuardedMap {
         }) else {
             return Ok(Err(file));
         };
-        // Populated: one walk of the page cache maps every page now, cheaper than the ~90
-        // faults that would map them 16 at a time while parsing.
+        // A whole input is populated: one walk of the page cache maps every page now, cheaper
+        // than the ~90 faults that would map them 16 at a time while parsing.
+        let mut options = memmap2::MmapOptions::new();
+        options.len(len);
+        if access == Access::Whole {
+            options.populate();
+        }
         // SAFETY: a shared view of a mapped file is unsound if the file changes while it is
         // mapped. Truncation cannot fault the process: the guard (registered below, before
         // anything reads the mapping) turns every page past the new end into zeros, and
@@ -213,12 +244,7 @@ impl GuardedMap {
         // (module docs: timestamp granularity). The mapping is private and read-only: nothing
         // in this process writes through it. Its length is the one seen at open: a file that
         // shrank since then is caught the same way.
-        let mapped = unsafe {
-            memmap2::MmapOptions::new()
-                .len(len)
-                .populate()
-                .map_copy_read_only(&file)
-        };
+        let mapped = unsafe { options.map_copy_read_only(&file) };
         let (Ok(map), Some(region)) = (mapped, REGIONS.get(slot)) else {
             release_slot(slot);
             return Ok(Err(file));

@@ -37,12 +37,25 @@ impl Deref for Input {
 impl Input {
     /// Map (or read) `path`, naming it in the error.
     pub fn open(path: &Path) -> CliResult<Input> {
-        Ok(
-            match FileBytes::open(path).map_err(context(path.display()))? {
-                FileBytes::Read(bytes) => Input::Read(bytes),
-                FileBytes::Mapped(guarded) => Input::Mapped(guarded),
-            },
-        )
+        Ok(Self::of(
+            FileBytes::open(path).map_err(context(path.display()))?,
+        ))
+    }
+
+    /// [`Input::open`] for a file of which only some parts are read: a BPF object, whose
+    /// sections the run reads and whose DWARF (often most of the file) it does not
+    /// ([`FileBytes::open_parts`]).
+    pub fn open_parts(path: &Path) -> CliResult<Input> {
+        Ok(Self::of(
+            FileBytes::open_parts(path).map_err(context(path.display()))?,
+        ))
+    }
+
+    fn of(bytes: FileBytes) -> Input {
+        match bytes {
+            FileBytes::Read(bytes) => Input::Read(bytes),
+            FileBytes::Mapped(guarded) => Input::Mapped(guarded),
+        }
     }
 }
 

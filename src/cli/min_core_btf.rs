@@ -5,7 +5,7 @@
 use super::modules::ModuleArgs;
 use super::verdicts::{KernelVerdicts, VerdictCounts};
 use super::{
-    CliError, CliResult, TargetFiles, context, read_file, report, scan_plan, write_atomic,
+    CliError, CliResult, Input, TargetFiles, context, report, scan_plan, write_atomic,
 };
 use btfgen::btf::Btf;
 use btfgen::core::CandidateIndex;
@@ -99,12 +99,13 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
             "min-core-btf: missing OBJECT (usage: min-core-btf INPUT OUTPUT OBJECT...)".into(),
         ));
     }
-    let mut objects: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut objects: Vec<(String, Input)> = Vec::new();
     if args.objects.is_empty() {
-        objects.push((EXAMPLE_NAME.to_string(), EXAMPLE_OBJECT.to_vec()));
+        objects.push((EXAMPLE_NAME.to_string(), Input::Embedded(EXAMPLE_OBJECT)));
     }
+    // Mapped, guarded as the target is: the write below checks them too.
     for path in &args.objects {
-        objects.push((path.display().to_string(), read_file(path)?));
+        objects.push((path.display().to_string(), Input::open_parts(path)?));
     }
     let embedded = args.input.is_none() && !input.exists();
     let (files, dir_modules) = if embedded {
