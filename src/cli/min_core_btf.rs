@@ -4,9 +4,7 @@
 
 use super::modules::ModuleArgs;
 use super::verdicts::{KernelVerdicts, VerdictCounts};
-use super::{
-    CliError, CliResult, Input, TargetFiles, context, report, scan_plan, write_atomic,
-};
+use super::{CliError, CliResult, Input, TargetFiles, context, report, scan_plan, write_atomic};
 use btfgen::btf::Btf;
 use btfgen::core::CandidateIndex;
 use btfgen::core::relocate::local_type_names;
