@@ -8,6 +8,7 @@ use super::{CliError, CliResult, Input, TargetFiles, context, report, scan_plan,
 use btfgen::btf::Btf;
 use btfgen::core::CandidateIndex;
 use btfgen::core::relocate::local_type_names;
+use btfgen::core::verdict;
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
 use std::path::{Path, PathBuf};
@@ -215,7 +216,13 @@ fn minimize(
     let mut failed = None;
     for (at, (name, obj, local)) in parsed.iter().enumerate() {
         let relocated = info.relocate(obj, local).map_err(context(name))?;
-        let programs = if judge {
+        let programs = if !judge {
+            Vec::new()
+        } else if store.is_none() && !args.explain && verdict::all_load(obj, &relocated) {
+            // Nothing to judge, and no one asks which relocations each program has.
+            verdicts.add_loading_object(at, obj);
+            Vec::new()
+        } else {
             report::record_object(
                 &mut verdicts,
                 store.as_ref().map(|s| (s, &mut rows)),
@@ -225,8 +232,6 @@ fn minimize(
                 info.targets(),
                 &relocated,
             )?
-        } else {
-            Vec::new()
         };
         if let Err(e) = info.add_relocated(name, &relocated, &programs) {
             failed.get_or_insert(CliError(format!("{name}: {e}")));

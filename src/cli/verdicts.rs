@@ -14,7 +14,9 @@ use btfgen::btf::Btf;
 use btfgen::core::patch::Patched;
 use btfgen::core::relocate::{ObjectRelocation, RelocatedObject};
 use btfgen::core::spec::parse_local_spec;
-use btfgen::core::verdict::EntryProgram;
+use btfgen::core::verdict::{EntryProgram, Verdict};
+use btfgen::object::BpfObject;
+use btfgen::object::assemble::entry_points;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -138,6 +140,19 @@ impl KernelVerdicts {
                 verdict: p.verdict.name(),
                 status,
                 reached,
+            });
+        }
+    }
+
+    /// Record object `object` (`obj`) as loading whole: every entry program `loads` with
+    /// status `ok`, as [`btfgen::core::verdict::all_load`] found without judging them.
+    pub fn add_loading_object(&mut self, object: usize, obj: &BpfObject<'_>) {
+        for _ in entry_points(obj) {
+            self.programs.push(ProgramVerdict {
+                object,
+                verdict: Verdict::Loads.name(),
+                status: "ok",
+                reached: Vec::new(),
             });
         }
     }

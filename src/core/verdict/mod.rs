@@ -197,6 +197,27 @@ impl Evidence {
     }
 }
 
+/// Whether every entry program of `obj` loads, known without assembling or judging any: no
+/// relocation failed and no instruction of its code (relocated or not) is poisoned, so the
+/// verifier has nothing of libbpf's to refuse. Each program's [`entry_programs`] verdict is
+/// then [`Verdict::Loads`] with no evidence; a run that needs only verdicts (not which
+/// relocations each program has) can take that from here, for most objects on most kernels.
+pub fn all_load(obj: &BpfObject<'_>, relocated: &RelocatedObject<'_, '_>) -> bool {
+    if relocated.relocations.iter().any(|r| r.outcome.is_err()) {
+        return false;
+    }
+    let patched_poison = relocated
+        .sections
+        .iter()
+        .any(|s| s.insns.iter().any(is_poison));
+    let unpatched_poison = obj
+        .sections()
+        .iter()
+        .filter(|s| !relocated.sections.iter().any(|p| p.index == s.index))
+        .any(|s| (0..s.insn_count()).any(|i| s.insn(i).is_some_and(|insn| is_poison(&insn))));
+    !patched_poison && !unpatched_poison
+}
+
 /// Every entry program of `obj` assembled from `relocated`'s patched sections, with its
 /// verdict. `local` is the object's parsed `.BTF`. Which relocations each program has, without
 /// a verdict, is [`crate::core::programs::entry_relocations`].
