@@ -28,6 +28,7 @@ use crate::cli::{
     CliError, CliResult, context, parse_target, read_file, report, scan_plan, write_atomic,
 };
 use btfgen::btf::Btf;
+use btfgen::core::verdict;
 use btfgen::core::{BtfSource, CandidateIndex, ScanPlan, Targets};
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
@@ -727,16 +728,22 @@ fn minimize(
         let relocated = info
             .relocate(&o.object, &o.btf)
             .map_err(context(format!("{name}: {}", o.name)))?;
-        let programs = report::record_object(
-            verdicts,
-            rows.as_mut().map(|(store, ids)| (*store, &mut **ids)),
-            (at, o.name),
-            &o.object,
-            &o.btf,
-            info.targets(),
-            &relocated,
-        )
-        .map_err(context(&name))?;
+        let programs = if rows.is_none() && verdict::all_load(&o.object, &relocated) {
+            // Nothing to judge, and no report asks which relocations each program has.
+            verdicts.add_loading_object(at, &o.object);
+            Vec::new()
+        } else {
+            report::record_object(
+                verdicts,
+                rows.as_mut().map(|(store, ids)| (*store, &mut **ids)),
+                (at, o.name),
+                &o.object,
+                &o.btf,
+                info.targets(),
+                &relocated,
+            )
+            .map_err(context(&name))?
+        };
         // The other objects' verdicts still count.
         if let Err(e) = info.add_relocated(o.name, &relocated, &programs) {
             failed.get_or_insert(CliError(format!("{name}: {}: {e}", o.name)));
