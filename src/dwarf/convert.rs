@@ -269,13 +269,7 @@ impl<'a> Input<'a> {
                     && self.annotation_is(data, die, b"btf_type_tag", at)?)
             {
                 let id = *next_id;
-                if id > crate::btf::MAX_TYPE_ID {
-                    return Err(Error::Limit {
-                        what: "type count",
-                        limit: crate::btf::MAX_TYPE_ID as usize,
-                    });
-                }
-                *next_id += 1;
+                *next_id = super::next_record_id(id)?;
                 Some(Slot::Type(id))
             } else if tag == dw::DW_TAG_atomic_type {
                 Some(Slot::Alias(self.target(index, die, dw::DW_AT_type, at)?))
@@ -491,14 +485,11 @@ impl<'a, 'w> Output<'a, 'w> {
 
     /// The next extra record's id.
     fn next_extra(&self) -> Result<u32> {
-        let id = self.first_extra + self.extra.records.len() as u32;
-        if id > crate::btf::MAX_TYPE_ID {
-            return Err(Error::Limit {
-                what: "type count",
-                limit: crate::btf::MAX_TYPE_ID as usize,
-            });
-        }
-        Ok(id)
+        u32::try_from(self.extra.records.len())
+            .ok()
+            .and_then(|n| self.first_extra.checked_add(n))
+            .filter(|&id| id <= super::MAX_RECORD_ID)
+            .ok_or_else(super::too_many_records)
     }
 
     /// pahole's array index type: a signed 4-byte `int`, made once, when first needed.

@@ -18,6 +18,7 @@ use hashbrown::HashTable;
 /// `BTF_UNPROCESSED_ID` and `BTF_IN_PROGRESS_ID`: any map value below is a type id.
 const UNPROCESSED: u32 = u32::MAX;
 const IN_PROGRESS: u32 = u32::MAX - 1;
+const _: () = assert!(super::MAX_RECORD_ID < IN_PROGRESS);
 /// How deep the equivalence and reference walks recurse before giving up (libbpf has no
 /// limit; the kernel's type graphs stay far below it).
 const MAX_DEPTH: usize = 4096;
@@ -583,6 +584,13 @@ impl Dedup<'_> {
                 *new_id = next;
                 next += 1;
             }
+        }
+        // Only the deduplicated types must fit BTF's id space (the records before may not).
+        if next - 1 > crate::btf::MAX_TYPE_ID {
+            return Err(Error::Limit {
+                what: "BTF type count after deduplicating the DWARF types",
+                limit: crate::btf::MAX_TYPE_ID as usize,
+            });
         }
         let remap = |d: &Self, id: u32| new_ids[d.resolve(id) as usize];
         let mut words: Vec<u32> = Vec::new();

@@ -57,6 +57,34 @@ pub fn to_btf(data: &[u8]) -> Result<Vec<u8>> {
     Ok(btf)
 }
 
+/// The largest id a record may have before deduplication. Those ids number every type DIE
+/// of every unit (a distribution kernel has 3.3 million, 95 thousand after deduplication),
+/// so BTF's [`crate::btf::MAX_TYPE_ID`] binds only the deduplicated result (checked when
+/// [`dedup`] writes it); the two ids above are `dedup`'s map markers.
+const MAX_RECORD_ID: u32 = u32::MAX - 2;
+
+fn too_many_records() -> Error {
+    Error::Limit {
+        what: "DWARF type DIEs and records before deduplication",
+        limit: MAX_RECORD_ID as usize,
+    }
+}
+
+/// The id after record id `id`, if there may be one.
+fn next_record_id(id: u32) -> Result<u32> {
+    id.checked_add(1)
+        .filter(|&next| next <= MAX_RECORD_ID)
+        .ok_or_else(too_many_records)
+}
+
+/// Where the next kind-specific word of `words` starts, as [`Record::first_word`] holds it.
+fn word_index(words: &[u32]) -> Result<u32> {
+    u32::try_from(words.len()).map_err(|_| Error::Limit {
+        what: "DWARF kind-specific words before deduplication",
+        limit: u32::MAX as usize,
+    })
+}
+
 /// One BTF type before deduplication, as its BTF record: header fields, names as offsets
 /// into the string section being built, and where its kind-specific words start.
 #[derive(Debug, Clone, Copy)]
@@ -137,7 +165,7 @@ impl Types {
     /// Write slot `id`.
     fn set(&mut self, id: u32, mut record: Record, words: &[u32]) -> Result<()> {
         debug_assert_eq!(record.word_count(), words.len());
-        record.first_word = self.words.len() as u32;
+        record.first_word = word_index(&self.words)?;
         fallible::extend(&mut self.words, words)?;
         let slot = self
             .records
@@ -151,15 +179,18 @@ impl Types {
 
     /// Append a record (its id: the current length, plus the caller's offset).
     fn push(&mut self, mut record: Record, words: &[u32]) -> Result<()> {
-        record.first_word = self.words.len() as u32;
+        record.first_word = word_index(&self.words)?;
         fallible::extend(&mut self.words, words)?;
         fallible::push(&mut self.records, record)
     }
 
     /// Append all of `other`'s records after this one's.
     fn append(&mut self, other: Types) -> Result<()> {
-        let shift = self.words.len() as u32;
+        let shift = word_index(&self.words)?;
         fallible::extend(&mut self.words, &other.words)?;
+        // Every record's first word is at most its arena's length: if the joined arena's
+        // length fits, so does every shifted index.
+        word_index(&self.words)?;
         self.records.try_reserve(other.records.len())?;
         self.records
             .extend(other.records.into_iter().map(|r| Record {
@@ -174,5 +205,113 @@ impl Types {
         self.words
             .get(start..start + record.word_count())
             .unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::{Btf, MAX_TYPE_ID};
+    use alloc::string::String;
+    use alloc::vec;
+
+    /// A little-endian ELF64 file with `sections` (name, contents) and a `.shstrtab`.
+    fn elf(sections: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut shstrtab = b"\0.shstrtab\0".to_vec();
+        let mut names = Vec::new();
+        for (name, _) in sections {
+            names.push(shstrtab.len() as u32);
+            shstrtab.extend_from_slice(name.as_bytes());
+            shstrtab.push(0);
+        }
+        let mut out = vec![0u8; 64];
+        // (name, type, offset, size) of each section header after the null one.
+        let mut headers = vec![(1u32, 3u32, out.len(), shstrtab.len())];
+        out.extend_from_slice(&shstrtab);
+        for ((_, data), &name) in sections.iter().zip(&names) {
+            headers.push((name, 1, out.len(), data.len()));
+            out.extend_from_slice(data);
+        }
+        out.resize(out.len().next_multiple_of(8), 0);
+        let shoff = out.len();
+        out.extend_from_slice(&[0; 64]);
+        for (name, kind, offset, size) in headers {
+            out.extend_from_slice(&name.to_le_bytes());
+            out.extend_from_slice(&kind.to_le_bytes());
+            out.extend_from_slice(&[0; 16]); // flags, addr
+            out.extend_from_slice(&(offset as u64).to_le_bytes());
+            out.extend_from_slice(&(size as u64).to_le_bytes());
+            out.extend_from_slice(&[0; 8]); // link, info
+            out.extend_from_slice(&1u64.to_le_bytes());
+            out.extend_from_slice(&[0; 8]); // entsize
+        }
+        let mut header = b"\x7fELF\x02\x01\x01".to_vec();
+        header.resize(16, 0);
+        header.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
+        header.extend_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+        header.extend_from_slice(&1u32.to_le_bytes());
+        header.extend_from_slice(&[0; 16]); // entry, phoff
+        header.extend_from_slice(&(shoff as u64).to_le_bytes());
+        header.extend_from_slice(&[0; 4]); // flags
+        for half in [64u16, 0, 0, 64, sections.len() as u16 + 2, 1] {
+            header.extend_from_slice(&half.to_le_bytes());
+        }
+        out[..64].copy_from_slice(&header);
+        out
+    }
+
+    /// An ELF file whose one DWARF 4 unit holds `count` DIEs of `tag`, each named by
+    /// `name(i)` when `name` is given (`DW_FORM_string`), with no other attribute.
+    fn dwarf(tag: u8, count: u32, name: Option<fn(u32) -> String>) -> Vec<u8> {
+        // 1: compile unit with children; 2: `tag`, with DW_AT_name or nothing.
+        let mut abbrev = vec![1, 0x11, 1, 0, 0, 2, tag, 0];
+        if name.is_some() {
+            abbrev.extend_from_slice(&[0x03, 0x08]);
+        }
+        abbrev.extend_from_slice(&[0, 0, 0]);
+        let mut info = Vec::new();
+        info.extend_from_slice(&[0; 4]); // unit_length, below
+        info.extend_from_slice(&4u16.to_le_bytes());
+        info.extend_from_slice(&0u32.to_le_bytes());
+        info.push(8);
+        info.push(1);
+        for i in 0..count {
+            info.push(2);
+            if let Some(name) = name {
+                info.extend_from_slice(name(i).as_bytes());
+                info.push(0);
+            }
+        }
+        info.push(0);
+        let length = (info.len() - 4) as u32;
+        info[..4].copy_from_slice(&length.to_le_bytes());
+        elf(&[(".debug_abbrev", &abbrev), (".debug_info", &info)])
+    }
+
+    /// More type DIEs than BTF has ids, all the same type: the ids before deduplication
+    /// are not BTF's, only the one type left must fit (a distribution kernel has 3.3
+    /// million type DIEs and 95 thousand types).
+    #[test]
+    fn pre_dedup_type_count_is_not_limited_by_btf_ids() {
+        let count = MAX_TYPE_ID + 2;
+        let btf = to_btf(&dwarf(0x26, count, None)).unwrap(); // DW_TAG_const_type
+        let btf = Btf::parse(&btf).unwrap();
+        assert_eq!(btf.type_cnt(), 2); // void and one CONST
+        assert_eq!(btf.type_by_id(1).unwrap().kind(), Some(Kind::Const));
+    }
+
+    /// More distinct types than BTF has ids: an error that says so, not a panic.
+    #[test]
+    fn deduplicated_type_count_over_btf_ids_is_an_error() {
+        let count = MAX_TYPE_ID + 1;
+        let name: fn(u32) -> String = |i| alloc::format!("t{i:x}");
+        // DW_TAG_typedef: one distinct type for each name.
+        match to_btf(&dwarf(0x16, count, Some(name))) {
+            Err(Error::Limit { what, limit }) => {
+                assert!(what.contains("after deduplicat"), "{what}");
+                assert_eq!(limit, MAX_TYPE_ID as usize);
+            }
+            other => panic!("{:?}", other.map(|b| b.len())),
+        }
     }
 }
