@@ -6,7 +6,9 @@
 //!
 //! - The index keeps the offset of every [`STRIDE`]-th record only; a lookup walks at most
 //!   `STRIDE - 1` records from there. A dense `u32` per type cost as much again in page faults
-//!   on a fresh 500 KiB array as the walk itself.
+//!   on a fresh 500 KiB array as the walk itself. A small section (an object's own `.BTF`,
+//!   under [`LANES_MIN_LEN`]) keeps every offset: a few KiB, and no walk on the lookups that
+//!   validation and relocation make by the thousand.
 //! - Whole-section walks run [`LANES`] independent chains interleaved in one loop, so the CPU
 //!   overlaps them. For the build, where segment starts can only be guessed (a position from
 //!   which many records decode plausibly), each guess is proven by the segment before it
@@ -131,6 +133,8 @@ pub(super) struct TypeIndex {
     segments: Vec<(u32, u32)>,
     /// Number of records.
     count: u32,
+    /// Records per checkpoint: [`STRIDE`], or 1 for a small section.
+    stride: u32,
     /// The layout section, kept only when a record is of a kind btfgen does not know: walks
     /// then size records with it.
     layout: Option<Layout>,
@@ -197,9 +201,9 @@ impl TypeIndex {
             .checked_sub(1)?;
         let &(first, base) = self.segments.get(segment)?;
         let local = index - first;
-        let at = base as usize + (local / STRIDE) as usize;
+        let at = base as usize + (local / self.stride) as usize;
         let mut pos = *self.checkpoints.get(at)? as usize;
-        for _ in 0..local % STRIDE {
+        for _ in 0..local % self.stride {
             pos += self.record(types, endian, pos)?.0;
         }
         Some(pos)
@@ -269,7 +273,7 @@ impl TypeIndex {
             .partition_point(|s| s.1 <= at)
             .saturating_sub(1);
         let &(first, base) = self.segments.get(segment).unwrap_or(&(0, 0));
-        first + (at - base) * STRIDE
+        first + (at - base) * self.stride
     }
 }
 
@@ -318,8 +322,13 @@ fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
     layout: Option<&Layout>,
 ) -> Result<Built> {
     let mut kept = Vec::new();
+    let stride = if types.len() < LANES_MIN_LEN {
+        1
+    } else {
+        STRIDE
+    };
     let mut checkpoints =
-        fallible::vec_with_capacity(types.len() / TYPE_HEADER_LEN / STRIDE as usize + 1)?;
+        fallible::vec_with_capacity(types.len() / TYPE_HEADER_LEN / stride as usize + 1)?;
     let mut pos = 0usize;
     let mut count = 0u32;
     let mut unknown_kinds = false;
@@ -335,7 +344,7 @@ fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
         if keep.keeps(pos, info) {
             fallible::push(&mut kept, count)?;
         }
-        if count % STRIDE == 0 {
+        if count % stride == 0 {
             // Every record is at least 12 bytes: the capacity reserved above suffices.
             checkpoints.push(pos as u32);
         }
@@ -354,6 +363,7 @@ fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
         checkpoints,
         segments,
         count,
+        stride,
         layout: if unknown_kinds { layout.copied() } else { None },
     };
     Ok((index, kept))
@@ -485,6 +495,7 @@ fn build_lanes<E: Endian, F: Fn(usize, u32) -> bool>(
         checkpoints,
         segments,
         count: first,
+        stride: STRIDE,
         layout: None,
     };
     Ok(Some((index, kept)))

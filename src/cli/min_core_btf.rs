@@ -3,14 +3,13 @@
 //! and the example object the repo ships, writing `min.btf`.
 
 use super::modules::ModuleArgs;
+use super::objects::{LocalObject, parse_objects};
 use super::verdicts::{KernelVerdicts, VerdictCounts};
 use super::{CliError, CliResult, Input, TargetFiles, context, report, scan_plan, write_atomic};
-use btfgen::btf::Btf;
 use btfgen::core::CandidateIndex;
 use btfgen::core::relocate::local_type_names;
 use btfgen::core::verdict;
 use btfgen::minimize::RelocInfo;
-use btfgen::object::BpfObject;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -123,25 +122,13 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
         )?;
         (files, args.modules.module_btfs(&input)?)
     };
-    let mut parsed = Vec::new();
-    for (name, data) in &objects {
-        let obj = BpfObject::parse(data).map_err(context(name))?;
-        let btf_bytes = obj
-            .btf_bytes()
-            .ok_or_else(|| CliError(format!("{name}: object has no .BTF section")))?;
-        let local = Btf::parse(btf_bytes).map_err(context(format!("{name}: .BTF")))?;
-        parsed.push((name, obj, local));
-    }
+    let parsed = parse_objects(&objects)?;
     // The objects' type names are known before the targets are parsed, so each target's parse
     // finds their candidates in the same pass.
-    let plan = scan_plan(
-        parsed
-            .iter()
-            .map(|(name, obj, local)| (name.as_str(), obj, local)),
-    )?;
+    let plan = scan_plan(parsed.iter().map(|o| (o.name, &o.object, &o.btf)))?;
     let wanted: Vec<_> = parsed
         .iter()
-        .map(|(name, obj, local)| local_type_names(obj, local).map_err(context(name)))
+        .map(|o| local_type_names(&o.object, &o.btf).map_err(context(o.name)))
         .collect::<CliResult<Vec<_>>>()?
         .concat();
     // The directory's modules are read only if the kernel lacks a candidate, as libbpf loads
@@ -194,7 +181,7 @@ struct Source {
 fn minimize(
     args: &MinCoreBtfArgs,
     mut info: RelocInfo<'_>,
-    parsed: &[(&String, BpfObject<'_>, Btf<'_>)],
+    parsed: &[LocalObject<'_>],
     output: &Path,
     source: Source,
     started: Instant,
@@ -214,7 +201,15 @@ fn minimize(
     // report, --explain and the summary line; a quiet run without either skips them.
     let judge = store.is_some() || args.explain || !super::quiet();
     let mut failed = None;
-    for (at, (name, obj, local)) in parsed.iter().enumerate() {
+    for (
+        at,
+        LocalObject {
+            name,
+            object: obj,
+            btf: local,
+        },
+    ) in parsed.iter().enumerate()
+    {
         let relocated = info.relocate(obj, local).map_err(context(name))?;
         let programs = if !judge {
             Vec::new()
@@ -247,7 +242,7 @@ fn minimize(
             serde_json::json!({"distro": null, "version": null, "arch": null, "kernel": name});
         let error = failed.as_ref().map(|e| e.0.as_str());
         let kernel = report::ReportKernel::new(&name, fields, rows, &verdicts, error);
-        let objects: Vec<String> = parsed.iter().map(|(name, ..)| name.to_string()).collect();
+        let objects: Vec<String> = parsed.iter().map(|o| o.name.to_string()).collect();
         // One kernel has one architecture: no mismatch to find.
         report::write(path, &objects, &[], store, vec![(kernel, &verdicts)])?;
     }

@@ -8,6 +8,7 @@ pub mod dump;
 pub mod input;
 pub mod min_core_btf;
 pub mod modules;
+pub mod objects;
 pub mod relocate;
 pub mod report;
 pub mod select;

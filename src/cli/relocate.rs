@@ -3,7 +3,8 @@
 //! program libbpf logs it under, with `callers`, the entry programs libbpf loads it in (a
 //! `.text` sub-program's relocation is in every entry program that calls it).
 
-use super::{CliError, CliResult, TargetFiles, context, read_file};
+use super::objects::{LocalObject, parse_object};
+use super::{CliResult, TargetFiles, context, read_file};
 use btfgen::btf::Btf;
 use btfgen::core::kernel::kernel_core;
 use btfgen::core::patch::Patched;
@@ -237,11 +238,11 @@ fn relocate_all(args: &RelocateArgs, targets: &Targets<'_>) -> CliResult<ExitCod
     for path in &args.objects {
         let data = read_file(path)?;
         let name = path.display().to_string();
-        let obj = BpfObject::parse(&data).map_err(context(&name))?;
-        let btf_bytes = obj
-            .btf_bytes()
-            .ok_or_else(|| CliError(format!("{name}: object has no .BTF section")))?;
-        let local = Btf::parse(btf_bytes).map_err(context(format!("{name}: .BTF")))?;
+        let LocalObject {
+            object: obj,
+            btf: local,
+            ..
+        } = parse_object(&name, &data)?;
         if args.records {
             print_records(&mut out, &name, &obj, &local, args.json)?;
             continue;

@@ -23,15 +23,14 @@
 mod tree;
 
 use crate::cli::dedup::{self, LinkMode};
+use crate::cli::objects::{LocalObject, parse_objects};
 use crate::cli::verdicts::{self, ArchMismatch, KernelVerdicts, VerdictCounts};
 use crate::cli::{
     CliError, CliResult, context, parse_target, read_file, report, scan_plan, write_atomic,
 };
-use btfgen::btf::Btf;
 use btfgen::core::verdict;
 use btfgen::core::{BtfSource, CandidateIndex, ScanPlan, Targets};
 use btfgen::minimize::RelocInfo;
-use btfgen::object::BpfObject;
 use btfgen::select::identity::arch_folder;
 use serde_json::{Value, json};
 use std::cell::Cell;
@@ -94,13 +93,6 @@ impl BatchArgs {
     fn keeps_index(&self) -> bool {
         self.dedup.is_some() || self.resume
     }
-}
-
-/// One object, parsed once and shared by every thread.
-struct LocalObject<'a> {
-    name: &'a str,
-    object: BpfObject<'a>,
-    btf: Btf<'a>,
 }
 
 /// What one kernel gave.
@@ -203,10 +195,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         .iter()
         .map(|p| Ok((p.display().to_string(), read_file(p)?)))
         .collect::<CliResult<Vec<_>>>()?;
-    let objects = files
-        .iter()
-        .map(|(name, data)| parse_object(name, data))
-        .collect::<CliResult<Vec<_>>>()?;
+    let objects = parse_objects(&files)?;
     // What every kernel's parse must find for them: the same for all kernels.
     let plan = scan_plan(objects.iter().map(|o| (o.name, &o.object, &o.btf)))?;
     let object_hashes: Vec<(String, String)> = files
@@ -668,15 +657,6 @@ fn print_summary(
         "threads": jobs,
     });
     println!("{summary}");
-}
-
-fn parse_object<'a>(name: &'a str, data: &'a [u8]) -> CliResult<LocalObject<'a>> {
-    let object = BpfObject::parse(data).map_err(context(name))?;
-    let btf_bytes = object
-        .btf_bytes()
-        .ok_or_else(|| CliError(format!("{name}: object has no .BTF section")))?;
-    let btf = Btf::parse(btf_bytes).map_err(context(format!("{name}: .BTF")))?;
-    Ok(LocalObject { name, object, btf })
 }
 
 /// A kernel's architecture: the ARCH directory of its BTFHub path, normalized.
