@@ -378,8 +378,9 @@ extern "C" {
 
 /**
  * Creates a `btf_reloc_info` for generating a minimized BTF from the target BTF at
- * `targ_btf_path` (raw BTF such as `/sys/kernel/btf/vmlinux`, or an ELF file with a `.BTF`
- * section). The file is opened once, here, and validated as `btfgen min-core-btf` validates
+ * `targ_btf_path` (raw BTF such as `/sys/kernel/btf/vmlinux`, an ELF file with a `.BTF`
+ * section, or an ELF file with DWARF and no `.BTF`, such as a distribution's debug vmlinux,
+ * whose DWARF is converted to BTF here as `btfgen min-core-btf` converts it). The file is opened once, here, and validated as `btfgen min-core-btf` validates
  * targets: its layout and records now, each type when a relocation reads it (a bad type then
  * fails that `bpf_object__reloc_info_gen()` with `-EINVAL`).
  *
@@ -391,7 +392,7 @@ extern "C" {
  * installs a `SIGBUS` handler (`SA_SIGINFO | SA_ONSTACK`) that turns a fault in a mapped
  * target into zeros; every other `SIGBUS` goes to the action it replaced (a handler is called
  * with the same arguments, the default action is restored and re-raised). A program that sets
- * its own `SIGBUS` handler later takes those faults over. At most 16 files are mapped at once
+ * its own `SIGBUS` handler later takes those faults over. At most 256 files are mapped at once
  * in a process; further ones are read.
  *
  * Returns NULL on error with `errno` set: `EINVAL` (NULL path, invalid BTF), `ENOENT`,

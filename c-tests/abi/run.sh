@@ -232,6 +232,12 @@ for variant in flow flow-static; do
 done
 case_ flow:vmlinux-open-mem same flow-mem "$OUT/flow" -m -- -- "$VMLINUX" \
     "$DATA/progs/task.bpf.o" "$DATA/progs/multi.bpf.o"
+# A target with DWARF and no .BTF (gcc's DWARF 5, and clang's with zstd-compressed sections):
+# bpf_reloc_info__new converts it as the command does.
+for dwarf in gcc-dwarf5 clang-19-dwarf5-zstd; do
+    case_ "flow:dwarf-$dwarf" same "flow-dwarf-$dwarf" "$OUT/flow" -- -- \
+        "$DATA/dwarf/$dwarf.so" "$DATA/dwarf/core.bpf.o"
+done
 case_ flow:module same flow-module "$OUT/flow" -M "$DATA/targets/module.btf" -- \
     --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
 

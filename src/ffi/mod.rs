@@ -51,6 +51,7 @@ use crate::budget::Budget;
 use crate::core::verdict::Verdict;
 use crate::error::Error;
 use crate::fallible;
+use crate::mapped::FileBytes;
 use crate::object::BpfObject;
 use alloc::format;
 use alloc::string::String;
@@ -291,7 +292,7 @@ unsafe fn opts_size(opts: *const u8, known_end: usize) -> Result<Option<usize>, 
 /// `budget`.
 fn new_reloc_info(path: &std::path::Path, budget: Budget) -> Result<btf_reloc_info, Errno> {
     let session = budget.run(|| {
-        let bytes = files::open_input(path)?;
+        let bytes = converted_input(files::open_input(path)?, path)?;
         Session::new(bytes).map_err(print::warn_rejected("invalid target BTF", &path.display()))
     })?;
     Ok(btf_reloc_info {
@@ -299,6 +300,23 @@ fn new_reloc_info(path: &std::path::Path, budget: Budget) -> Result<btf_reloc_in
         budget,
         poisoned: false,
     })
+}
+
+/// `bytes` as the session reads them: an ELF file with DWARF and no `.BTF` (a debug vmlinux)
+/// is converted to BTF by the same decision as the command's ([`crate::dwarf::btf_for_input`]),
+/// and the file, checked unchanged, is let go; anything else is kept as it is.
+fn converted_input(bytes: FileBytes, path: &std::path::Path) -> Result<FileBytes, Errno> {
+    let converted = crate::dwarf::btf_for_input(&bytes, false)
+        .map_err(print::warn_rejected("invalid DWARF", &path.display()))?;
+    let Some(btf) = converted else {
+        return Ok(bytes);
+    };
+    // Read while mapped: a truncation or rewrite meanwhile shows only now.
+    if let Err(changed) = bytes.check() {
+        crate::log::bad_input("failed to read", &changed.path, &changed.reason());
+        return Err(Errno(libc::EIO));
+    }
+    Ok(FileBytes::Read(btf))
 }
 
 /// The raw BTF in `data`: `data` itself, or its `.BTF` section when it is an ELF file.
@@ -311,8 +329,9 @@ fn raw_btf(data: Vec<u8>) -> Result<Vec<u8>, Errno> {
 }
 
 /// Creates a `btf_reloc_info` for generating a minimized BTF from the target BTF at
-/// `targ_btf_path` (raw BTF such as `/sys/kernel/btf/vmlinux`, or an ELF file with a `.BTF`
-/// section). The file is opened once, here, and validated as `btfgen min-core-btf` validates
+/// `targ_btf_path` (raw BTF such as `/sys/kernel/btf/vmlinux`, an ELF file with a `.BTF`
+/// section, or an ELF file with DWARF and no `.BTF`, such as a distribution's debug vmlinux,
+/// whose DWARF is converted to BTF here as `btfgen min-core-btf` converts it). The file is opened once, here, and validated as `btfgen min-core-btf` validates
 /// targets: its layout and records now, each type when a relocation reads it (a bad type then
 /// fails that `bpf_object__reloc_info_gen()` with `-EINVAL`).
 ///
@@ -324,7 +343,7 @@ fn raw_btf(data: Vec<u8>) -> Result<Vec<u8>, Errno> {
 /// installs a `SIGBUS` handler (`SA_SIGINFO | SA_ONSTACK`) that turns a fault in a mapped
 /// target into zeros; every other `SIGBUS` goes to the action it replaced (a handler is called
 /// with the same arguments, the default action is restored and re-raised). A program that sets
-/// its own `SIGBUS` handler later takes those faults over. At most 16 files are mapped at once
+/// its own `SIGBUS` handler later takes those faults over. At most 256 files are mapped at once
 /// in a process; further ones are read.
 ///
 /// Returns NULL on error with `errno` set: `EINVAL` (NULL path, invalid BTF), `ENOENT`,
