@@ -225,3 +225,57 @@ fn batch_fails_before_any_kernel_on_a_bad_object_or_an_empty_tree() {
     assert!(!result.status.success());
     assert!(String::from_utf8_lossy(&result.stderr).contains("no *.btf or *.btf.tar.xz"));
 }
+
+/// A tree of debug ELF files (`KERNEL.debug`: DWARF, no `.BTF`) next to a raw BTF: each one's
+/// BTF is converted from its DWARF, its output equals `min-core-btf` on that file alone, and the
+/// progress line, the summary and the report say which kernels came from DWARF.
+#[test]
+fn batch_converts_debug_files_as_min_core_btf_does() {
+    let tmp = TempDir::new("batch-dwarf");
+    let tree = tmp.0.join("tree");
+    let out = tmp.0.join("out");
+    let report = tmp.0.join("report.json");
+    let kernels = [
+        ("debian/12/x86_64/6.1.0-gcc.debug", "dwarf/gcc-dwarf5.so"),
+        (
+            "debian/12/x86_64/6.1.0-zstd.debug",
+            "dwarf/clang-19-dwarf5-zstd.so",
+        ),
+        ("debian/12/x86_64/6.1.0-btf.btf", "targets/btf__fields.btf"),
+    ];
+    for (rel, input) in kernels {
+        copy(&data(input), &tree.join(rel));
+    }
+    let object = data("dwarf/core.bpf.o");
+    let mut args = batch_args(&tree, &out, std::slice::from_ref(&object));
+    args.splice(1..1, [Path::new("--report"), report.as_path()]);
+    let result = btfgen(&args);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    assert!(stderr.contains("3 kernel(s) ok, 0 failed"), "{stderr}");
+    assert!(stderr.contains("(2 from DWARF)"), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    for (rel, input) in kernels {
+        let output = rel.replace(".debug", ".btf");
+        let expected = tmp.0.join("expected.btf");
+        let single = btfgen(&[Path::new("min-core-btf"), &data(input), &expected, &object]);
+        assert!(single.status.success());
+        assert_eq!(
+            std::fs::read(out.join(&output)).unwrap(),
+            std::fs::read(&expected).unwrap(),
+            "{output}"
+        );
+        let from_dwarf = rel.ends_with(".debug");
+        let line = stderr.lines().find(|l| l.contains(&output)).unwrap();
+        assert_eq!(line.contains("(BTF from DWARF)"), from_dwarf, "{line}");
+        let kernel = report["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["path"] == output.as_str())
+            .unwrap();
+        let kind = if from_dwarf { "dwarf" } else { "btf" };
+        assert_eq!(kernel["input_kind"], kind, "{kernel}");
+    }
+}

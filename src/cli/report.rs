@@ -44,6 +44,8 @@
 //!                                     "unknown", "failed": number of programs } } ],
 //!   "kernels": [ { "path": output path (BTFHub: DISTRO/VERSION/ARCH/KERNEL.btf),
 //!                  "distro", "version", "arch", "kernel": from the path, or null,
+//!                  "input_kind": "btf" | "dwarf" (what its BTF was read from; absent when
+//!                                the kernel was not computed this run),
 //!                  "status": "ok" | "poisoned" | "failed" | "error",
 //!                  "error": why the kernel could not be read or its output written (status
 //!                           "error"), or the first failed relocation (status "failed"),

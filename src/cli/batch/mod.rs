@@ -48,7 +48,8 @@ use tree::{BTF_SUFFIX, Kernel, PACKED_SUFFIX, Skipped, find_kernels, read_input,
 #[derive(clap::Args)]
 pub struct BatchArgs {
     /// Tree of kernel BTFs, searched recursively for KERNEL.btf and KERNEL.btf.tar.xz
-    /// (BTFHub layout: DISTRO/VERSION/ARCH/KERNEL.btf[.tar.xz]).
+    /// (BTFHub layout: DISTRO/VERSION/ARCH/KERNEL.btf[.tar.xz]), and for KERNEL.debug: a debug
+    /// vmlinux whose BTF is converted from its DWARF (output KERNEL.btf).
     #[arg(long, value_name = "DIR")]
     btf_dir: PathBuf,
     /// Where to write the minimized BTFs, mirroring --btf-dir: OUT/DISTRO/VERSION/ARCH/KERNEL.btf.
@@ -111,6 +112,8 @@ struct Done {
     /// CO-RE relocations seen, and how many resolved.
     relocations: u64,
     resolved: u64,
+    /// Kernels whose BTF was converted from DWARF (1 or 0 for one kernel).
+    from_dwarf: u64,
 }
 
 /// What every compute thread reads: the objects, their scan plan, the earlier run's index
@@ -432,7 +435,14 @@ impl Tally {
         progress: &Reporter,
     ) -> Value {
         let rel = kernel.relative.to_string_lossy().into_owned();
-        let fields = dedup::kernel_fields(&kernel.relative);
+        let mut fields = dedup::kernel_fields(&kernel.relative);
+        // What the kernel's BTF was read from, when it was computed this run.
+        if let Ok(Output {
+            done: Some(done), ..
+        }) = &finished.result
+        {
+            fields["input_kind"] = json!(if done.from_dwarf > 0 { "dwarf" } else { "btf" });
+        }
         let mut verdicts = finished.verdicts;
         if args.report.is_some() {
             let error = finished.result.as_ref().err().map(String::as_str);
@@ -578,8 +588,13 @@ fn print_summary(
     if !super::quiet() {
         eprintln!(
             "btfgen batch: {ok} kernel(s) ok{reused_note}, {failed} failed; {objects} object(s), {relocations} CO-RE relocation(s) per kernel \
-             ({resolved:.1}% resolved); {} of kernel BTF ({} on disk) -> {} in {} ({seconds:.2} s, {jobs} thread(s)); programs: {}",
+             ({resolved:.1}% resolved); {} of kernel BTF{} ({} on disk) -> {} in {} ({seconds:.2} s, {jobs} thread(s)); programs: {}",
             human_bytes(sum.btf_bytes),
+            if sum.from_dwarf > 0 {
+                format!(" ({} from DWARF)", sum.from_dwarf)
+            } else {
+                String::new()
+            },
             human_bytes(sum.disk_bytes),
             human_bytes(sum.out_bytes),
             args.out_dir.display(),
@@ -694,6 +709,10 @@ fn minimize(
     } else {
         input
     };
+    // A debug vmlinux's DWARF becomes its BTF here, as min-core-btf converts its INPUT.
+    let converted =
+        btfgen::dwarf::btf_for_input(data, false).map_err(context(format!("{name}: DWARF")))?;
+    let data: &[u8] = converted.as_deref().unwrap_or(data);
     // Parsed and indexed as min-core-btf parses its INPUT (candidates found by the parse's
     // own pass), so that the outputs are the same.
     let (btf, ids) = parse_target(data, None, &name.to_string(), Some(plan.filter()))?;
@@ -744,6 +763,7 @@ fn minimize(
         out_types: minimized.types as u64,
         relocations: stats.relocations as u64,
         resolved: stats.resolved as u64,
+        from_dwarf: u64::from(converted.is_some()),
     };
     Ok((minimized.bytes, done))
 }
@@ -776,6 +796,7 @@ impl Done {
         self.out_types += other.out_types;
         self.relocations += other.relocations;
         self.resolved += other.resolved;
+        self.from_dwarf += other.from_dwarf;
     }
 }
 
@@ -816,11 +837,16 @@ impl Reporter {
             }
             None if super::quiet() => {}
             None => eprintln!(
-                "btfgen: [{n}/{}] {}: {} types / {} bytes -> {} types / {} bytes",
+                "btfgen: [{n}/{}] {}: {} types / {} bytes{} -> {} types / {} bytes",
                 self.total,
                 kernel.relative.display(),
                 done.btf_types,
                 done.btf_bytes,
+                if done.from_dwarf > 0 {
+                    " (BTF from DWARF)"
+                } else {
+                    ""
+                },
                 done.out_types,
                 done.out_bytes
             ),

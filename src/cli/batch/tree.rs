@@ -1,6 +1,7 @@
 //! The kernels of a BTFHub-style tree: which files under `--btf-dir` are kernel BTFs (raw
-//! `KERNEL.btf`, or BTFHub's `KERNEL.btf.tar.xz`), where each one's output goes, and reading
-//! each one's bytes (unpacking an archive in memory).
+//! `KERNEL.btf`, BTFHub's `KERNEL.btf.tar.xz`, or a debug vmlinux with DWARF as
+//! `KERNEL.debug`), where each one's output goes, and reading each one's bytes (unpacking an
+//! archive in memory).
 
 use crate::cli::{CliResult, context};
 use std::collections::HashMap;
@@ -12,6 +13,9 @@ use std::path::{Path, PathBuf};
 pub(super) const BTF_SUFFIX: &str = ".btf";
 /// Suffix of a packed kernel BTF (BTFHub's archive format).
 pub(super) const PACKED_SUFFIX: &str = ".btf.tar.xz";
+/// Suffix of a kernel's debug ELF file (a distribution's debug vmlinux, DWARF and no `.BTF`),
+/// whose BTF is converted from its DWARF; its output is `KERNEL.btf`.
+pub(super) const DEBUG_SUFFIX: &str = ".debug";
 /// Start of every xz stream.
 const XZ_MAGIC: &[u8] = b"\xfd7zXZ\0";
 /// Largest `.btf` accepted from an archive (the biggest kernel BTFs are well under 16 MiB).
@@ -34,7 +38,7 @@ pub(super) struct Kernel {
 pub(super) type Skipped = (String, String);
 
 /// Every kernel BTF under `root`, sorted by path, and (output path, failure line) for each one
-/// whose output path another one already has (`K.btf` next to `K.btf.tar.xz`). Hidden entries
+/// whose output path another one already has (`K.btf` next to `K.btf.tar.xz` or `K.debug`). Hidden entries
 /// and `out_dir` (when it lies inside `root`) are skipped; symlinks to directories are not
 /// followed, but a symlink named like a kernel is one (a dangling one fails when read).
 pub(super) fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel>, Vec<Skipped>)> {
@@ -70,6 +74,9 @@ pub(super) fn find_kernels(root: &Path, out_dir: &Path) -> CliResult<(Vec<Kernel
                 (PathBuf::from(stem.unwrap_or(&name)), true)
             } else if bytes.ends_with(BTF_SUFFIX.as_bytes()) {
                 (PathBuf::from(&name), false)
+            } else if bytes.ends_with(DEBUG_SUFFIX.as_bytes()) {
+                // "K.debug" -> "K.btf".
+                (Path::new(&name).with_extension("btf"), false)
             } else {
                 continue;
             };
