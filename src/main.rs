@@ -33,6 +33,9 @@ enum Command {
     Batch(cli::batch::BatchArgs),
     /// Select the BTF of the running kernel (or the identity given) from an archive of them.
     Select(cli::select::SelectArgs),
+    /// Write the whole BTF of an ELF file's DWARF (a debug vmlinux), deduplicated, as pahole
+    /// writes a detached BTF.
+    Encode(cli::encode::EncodeArgs),
     /// bpftool's spelling of min-core-btf: `gen min_core_btf INPUT OUTPUT OBJECT...`, with
     /// bpftool's exit codes.
     Gen(cli::bpftool::GenArgs),
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::MinCoreBtf(a) => cli::min_core_btf::run(&a),
         Command::Batch(a) => cli::batch::run(&a),
         Command::Select(a) => cli::select::run(&a),
+        Command::Encode(a) => cli::encode::run(&a),
         Command::Gen(a) => cli::bpftool::run_gen(&a),
         Command::Btf(a) => cli::bpftool::run_btf(&a),
         Command::GenerateDocs(a) => cli::docs::run(&a, Args::command()),

@@ -483,3 +483,55 @@ fn external_elf_equals_pahole() {
     );
     assert_eq!(ours.type_cnt(), theirs.type_cnt());
 }
+
+/// `btfgen encode` writes the whole converted BTF: the types `pahole -J` writes for each
+/// fixture (the same canonical set), `bpftool btf dump format c` of it compiles, and an input
+/// without DWARF fails naming the file, with no output written.
+#[test]
+fn cli_encode_writes_the_whole_btf() {
+    let dir = std::env::temp_dir().join(format!("btfgen-encode-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("full.btf");
+    for (elf, reference) in [
+        ("gcc-dwarf5.so", "gcc-dwarf5.pahole.btf"),
+        ("clang-19-dwarf5.so", "clang-19-dwarf5.pahole.btf"),
+        ("clang-19-dwarf4.so", "clang-19-dwarf4.pahole.btf"),
+    ] {
+        let run = btfgen(&["encode", elf, out.to_str().unwrap()]);
+        assert!(
+            run.status.success(),
+            "{elf}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let written = std::fs::read(&out).unwrap();
+        let ours = canonical(&Btf::parse(&written).unwrap());
+        let theirs = canonical(&Btf::parse(&data(reference)).unwrap());
+        assert!(ours == theirs, "{elf}: {}", difference(&ours, &theirs));
+        let Ok(c) = std::process::Command::new("bpftool")
+            .args(["btf", "dump", "file", out.to_str().unwrap(), "format", "c"])
+            .output()
+        else {
+            eprintln!("SKIP {elf}: bpftool is not installed: vmlinux.h not compiled");
+            continue;
+        };
+        assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+        let header = dir.join("vmlinux.h");
+        std::fs::write(&header, &c.stdout).unwrap();
+        let compiled = std::process::Command::new("cc")
+            .args(["-fsyntax-only", "-x", "c", header.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            compiled.status.success(),
+            "{elf}: vmlinux.h does not compile: {}",
+            String::from_utf8_lossy(&compiled.stderr)
+        );
+    }
+    let missing = dir.join("none.btf");
+    let run = btfgen(&["encode", "gcc-dwarf5.pahole.btf", missing.to_str().unwrap()]);
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("gcc-dwarf5.pahole.btf: DWARF"), "{stderr}");
+    assert!(!missing.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -5,6 +5,7 @@ pub mod bpftool;
 pub mod dedup;
 pub mod docs;
 pub mod dump;
+pub mod encode;
 pub mod input;
 pub mod min_core_btf;
 pub mod modules;

@@ -1,0 +1,44 @@
+//! `btfgen encode INPUT OUTPUT`: the whole BTF of an ELF file's DWARF (a debug vmlinux), as
+//! `pahole --btf_encode_detached` writes it: every type of every unit, deduplicated, for
+//! `bpftool btf dump file OUTPUT format c` (a `vmlinux.h` for a kernel without BTF) or for an
+//! archive of full kernel BTFs. The main job never needs it: `min-core-btf` converts only in
+//! memory.
+
+use super::{CliError, CliResult, Input, context, write_atomic};
+use btfgen::btf::Btf;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Arguments of `btfgen encode`.
+#[derive(clap::Args)]
+pub struct EncodeArgs {
+    /// ELF file with DWARF (a distribution's debug vmlinux); a .BTF section in it is ignored.
+    pub input: PathBuf,
+    /// Where to write the BTF (raw, as /sys/kernel/btf/vmlinux), replaced atomically.
+    pub output: PathBuf,
+}
+
+/// Run `btfgen encode`.
+pub fn run(args: &EncodeArgs) -> CliResult<ExitCode> {
+    let started = Instant::now();
+    let name = args.input.display();
+    let input = Input::open(&args.input)?;
+    let btf = btfgen::dwarf::to_btf(&input).map_err(context(format!("{name}: DWARF")))?;
+    let types = Btf::parse(&btf)
+        .map_err(|e| CliError(format!("internal error: {name}: the converted BTF: {e}")))?
+        .type_cnt()
+        - 1;
+    // Read while mapped: a change meanwhile fails the write, which leaves no output.
+    write_atomic(&args.output, &btf)?;
+    if !super::quiet() {
+        eprintln!(
+            "btfgen: {name}: {} bytes of ELF -> {types} types / {} bytes of BTF in {} ({:.1} ms)",
+            input.len(),
+            btf.len(),
+            args.output.display(),
+            started.elapsed().as_secs_f64() * 1e3,
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
