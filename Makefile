@@ -106,7 +106,7 @@ INSTALLED_FILES = $(BINDIR)/btfgen $(LIBDIR)/$(SONAME) $(LIBDIR)/libbtfgen.so \
 	$(MANDIR)/man3/libbtfgen.3 $(BASHCOMPDIR)/btfgen $(ZSHCOMPDIR)/_btfgen \
 	$(FISHCOMPDIR)/btfgen.fish
 MAN1_PAGES = btfgen btfgen-min-core-btf btfgen-batch btfgen-select btfgen-relocate btfgen-dump \
-	btfgen-gen btfgen-btf
+	btfgen-encode btfgen-gen btfgen-btf
 
 install: lib docs
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
