@@ -223,10 +223,12 @@ impl<'a> Input<'a> {
                     (type_signature.0, self.units.len(), type_offset),
                 )?;
             }
-            let unit = self
+            let mut unit = self
                 .dwarf
                 .unit(header)
                 .map_err(|e| at.err(gimli_reason(e)))?;
+            // Its line program (every unit's file names) is never read: not kept.
+            unit.line_program = None;
             self.units.push(UnitData {
                 unit,
                 section,
