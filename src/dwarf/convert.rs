@@ -12,6 +12,7 @@
 //! the second; `records` writes each DIE's record.
 
 mod records;
+mod walk;
 
 use super::{Record, Types};
 use crate::btf::Kind;
@@ -20,9 +21,12 @@ use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
 use gimli::{AttributeValue, DwTag, EndianSlice, RunTimeEndian, UnitOffset, constants as dw};
+use hashbrown::HashMap;
+use walk::{A, Attrs};
 
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 type Die<'abbrev, 'unit, 'a> = gimli::DebuggingInformationEntry<'abbrev, 'unit, Reader<'a>>;
+type Value<'a> = AttributeValue<Reader<'a>>;
 
 /// `DW_TAG_LLVM_annotation` (clang's `btf_type_tag` and `btf_decl_tag` attributes).
 const DW_TAG_LLVM_ANNOTATION: DwTag = DwTag(0x6000);
@@ -34,15 +38,11 @@ const MAX_ARRAY_DIMENSIONS: usize = 64;
 const INT_SIGNED: u32 = 1;
 const INT_BOOL: u32 = 4;
 
-/// What the first pass found at a DIE offset.
-#[derive(Debug, Clone, Copy)]
-enum Slot {
-    /// A type DIE, and its BTF id.
-    Type(u32),
-    /// A DIE that stands for another: an `_Atomic` qualifier (BTF has no kind for it) for
-    /// what it qualifies, a skeleton with `DW_AT_signature` for its type unit's type.
-    Alias(Target),
-}
+/// What the first pass found at a DIE offset, in [`UnitData::slots`]: a type DIE's BTF id,
+/// or `ALIAS` for a DIE that stands for another (an `_Atomic` qualifier, BTF has no kind for
+/// it, for what it qualifies; a skeleton with `DW_AT_signature` for its type unit's type),
+/// found in [`UnitData::aliases`].
+const ALIAS: u32 = u32::MAX;
 
 /// A DIE a reference points to.
 #[derive(Debug, Clone, Copy)]
@@ -58,7 +58,10 @@ struct UnitData<'a> {
     /// Offset of the unit's header in its section.
     start: u64,
     in_debug_types: bool,
-    slots: Vec<(UnitOffset, Slot)>,
+    /// Offset and id (or [`ALIAS`]) of each type DIE and alias, in offset order.
+    slots: Vec<(u32, u32)>,
+    /// Offset and target of each alias, in offset order.
+    aliases: Vec<(u32, Target)>,
 }
 
 /// Where in the input an error was found.
@@ -112,6 +115,8 @@ struct Output<'a, 'w> {
     index_type: Option<u32>,
     /// The function symbols, and whether a `FUNC` was emitted for each.
     functions: Vec<(&'a [u8], bool)>,
+    /// The name offset of each `.debug_str` offset interned.
+    names: HashMap<usize, u32>,
 }
 
 /// The converter's state across all units of one input.
@@ -161,6 +166,7 @@ impl<'a, 'w> Converter<'a, 'w> {
             first_extra: next_id,
             index_type: None,
             functions,
+            names: HashMap::new(),
         };
         Ok(Converter { input, out })
     }
@@ -217,16 +223,19 @@ impl<'a> Input<'a> {
                     (type_signature.0, self.units.len(), type_offset),
                 )?;
             }
-            let unit = self
+            let mut unit = self
                 .dwarf
                 .unit(header)
                 .map_err(|e| at.err(gimli_reason(e)))?;
+            // Its line program (every unit's file names) is never read: not kept.
+            unit.line_program = None;
             self.units.push(UnitData {
                 unit,
                 section,
                 start,
                 in_debug_types,
                 slots: Vec::new(),
+                aliases: Vec::new(),
             });
         }
         self.signatures.sort_unstable_by_key(|&(s, _, _)| s);
@@ -234,6 +243,7 @@ impl<'a> Input<'a> {
     }
 
     /// First pass over unit `index`: ids for its type DIEs, aliases for its `_Atomic`s.
+    /// Only the DIEs that may be aliases or type tags have their attributes read.
     fn assign_ids(&mut self, index: usize, next_id: &mut u32) -> Result<()> {
         let data = &self.units[index];
         let mut at = At {
@@ -242,58 +252,75 @@ impl<'a> Input<'a> {
             die: u64::MAX,
         };
         let mut slots = Vec::new();
+        let mut aliases = Vec::new();
         let mut parents: Vec<DwTag> = Vec::new();
-        let mut depth: isize = 0;
-        let mut cursor = data.unit.entries();
-        while let Some((delta, die)) = cursor.next_dfs().map_err(|e| at.err(gimli_reason(e)))? {
-            at.die = data.start + die.offset().0 as u64;
-            depth += delta;
+        let mut raw = data
+            .unit
+            .entries_raw(None)
+            .map_err(|e| at.err(gimli_reason(e)))?;
+        while !raw.is_empty() {
+            let depth = raw.next_depth();
+            let offset = raw.next_offset();
+            at.die = data.start + offset.0 as u64;
+            let Some(abbrev) = raw
+                .read_abbreviation()
+                .map_err(|e| at.err(gimli_reason(e)))?
+            else {
+                continue;
+            };
             let level = usize::try_from(depth).map_err(|_| at.err("DIE tree depth below 0"))?;
             parents.truncate(level);
             let parent = parents.last().copied();
-            let tag = die.tag();
-            let signature = die
-                .attr_value(dw::DW_AT_signature)
-                .map_err(|e| at.err(gimli_reason(e)))?;
-            let slot = if signature.is_some() {
-                // gcc's skeleton of a type that a type unit defines: it stands for that type.
-                Some(Slot::Alias(self.target(
-                    index,
-                    die,
-                    dw::DW_AT_signature,
-                    at,
-                )?))
-            } else if is_type_tag(tag)
-                || (tag == DW_TAG_LLVM_ANNOTATION
-                    && parent == Some(dw::DW_TAG_pointer_type)
-                    && self.annotation_is(data, die, b"btf_type_tag", at)?)
-            {
-                let id = *next_id;
-                *next_id = super::next_record_id(id)?;
-                Some(Slot::Type(id))
-            } else if tag == dw::DW_TAG_atomic_type {
-                Some(Slot::Alias(self.target(index, die, dw::DW_AT_type, at)?))
+            let tag = abbrev.tag();
+            let specs = abbrev.attributes();
+            let signed = specs.iter().any(|s| s.name() == dw::DW_AT_signature);
+            let annotation =
+                tag == DW_TAG_LLVM_ANNOTATION && parent == Some(dw::DW_TAG_pointer_type);
+            let slot = if !signed && !annotation && tag != dw::DW_TAG_atomic_type {
+                raw.skip_attributes(specs)
+                    .map_err(|e| at.err(gimli_reason(e)))?;
+                is_type_tag(tag).then_some(None)
             } else {
-                None
+                let attrs = Attrs::read(&mut raw, specs).map_err(|e| at.err(gimli_reason(e)))?;
+                if let Some(signature) = attrs.get(A::Signature) {
+                    // gcc's skeleton of a type that a type unit defines: it stands for that
+                    // type.
+                    Some(Some(self.target_value(index, Some(signature), at)?))
+                } else if is_type_tag(tag)
+                    || (annotation
+                        && self.string_of(index, attrs.get(A::Name), at)?
+                            == Some(&b"btf_type_tag"[..]))
+                {
+                    Some(None)
+                } else if tag == dw::DW_TAG_atomic_type {
+                    Some(Some(self.target_value(index, attrs.get(A::Type), at)?))
+                } else {
+                    None
+                }
             };
-            if let Some(slot) = slot {
-                fallible::push(&mut slots, (die.offset(), slot))?;
+            // `Some(None)`: a type DIE; `Some(Some(target))`: an alias.
+            if let Some(alias) = slot {
+                let offset = u32::try_from(offset.0)
+                    .map_err(|_| at.err("a DIE offset past 4 GiB in its unit"))?;
+                let id = match alias {
+                    None => {
+                        let id = *next_id;
+                        *next_id = super::next_record_id(id)?;
+                        id
+                    }
+                    Some(target) => {
+                        fallible::push(&mut aliases, (offset, target))?;
+                        ALIAS
+                    }
+                };
+                fallible::push(&mut slots, (offset, id))?;
             }
             fallible::push(&mut parents, tag)?;
         }
-        self.units[index].slots = slots;
+        let data = &mut self.units[index];
+        data.slots = slots;
+        data.aliases = aliases;
         Ok(())
-    }
-
-    /// Whether annotation DIE `die` is named `kind` (`btf_type_tag`, `btf_decl_tag`).
-    fn annotation_is(
-        &self,
-        data: &UnitData<'a>,
-        die: &Die<'_, '_, 'a>,
-        kind: &[u8],
-        at: At,
-    ) -> Result<bool> {
-        Ok(self.name(data, die, at)? == Some(kind))
     }
 
     /// The DIE attribute `attr` of `die` (in unit `unit`) refers to, `Void` when it has none.
@@ -305,6 +332,12 @@ impl<'a> Input<'a> {
         at: At,
     ) -> Result<Target> {
         let value = die.attr_value(attr).map_err(|e| at.err(gimli_reason(e)))?;
+        self.target_value(unit, value, at)
+    }
+
+    /// The DIE a reference attribute's `value` (of a DIE in unit `unit`) refers to, `Void`
+    /// when there is none.
+    fn target_value(&self, unit: usize, value: Option<Value<'a>>, at: At) -> Result<Target> {
         match value {
             None => Ok(Target::Void),
             Some(AttributeValue::UnitRef(offset)) => Ok(Target::Die { unit, offset }),
@@ -346,121 +379,83 @@ impl<'a> Input<'a> {
             let Target::Die { unit, offset } = target else {
                 return Ok(0);
             };
-            let slots = &self.units[unit].slots;
-            match slots.binary_search_by_key(&offset, |&(o, _)| o) {
-                Ok(i) => match slots[i].1 {
-                    Slot::Type(id) => return Ok(id),
-                    Slot::Alias(next) => target = next,
-                },
+            let data = &self.units[unit];
+            let Ok(offset) = u32::try_from(offset.0) else {
+                return Ok(0);
+            };
+            match data.slots.binary_search_by_key(&offset, |&(o, _)| o) {
+                Ok(i) if data.slots[i].1 != ALIAS => return Ok(data.slots[i].1),
+                Ok(_) => {
+                    let i = data
+                        .aliases
+                        .binary_search_by_key(&offset, |&(o, _)| o)
+                        .map_err(|_| at.err("an alias without its target"))?;
+                    target = data.aliases[i].1;
+                }
                 Err(_) => return Ok(0),
             }
         }
         Err(at.err("a cycle of _Atomic qualifiers"))
     }
 
-    /// The id of what attribute `attr` (`DW_AT_type`) of `die` refers to.
-    fn type_of(&self, unit: usize, die: &Die<'_, '_, 'a>, at: At) -> Result<u32> {
-        let target = self.target(unit, die, dw::DW_AT_type, at)?;
+    /// The id of what the `DW_AT_type` of a DIE with `attrs` (in unit `unit`) refers to.
+    fn type_of(&self, unit: usize, attrs: &Attrs<'a>, at: At) -> Result<u32> {
+        let target = self.target_value(unit, attrs.get(A::Type), at)?;
         self.resolve(target, at)
     }
 
-    fn name(&self, data: &UnitData<'a>, die: &Die<'_, '_, 'a>, at: At) -> Result<Option<&'a [u8]>> {
-        self.string_attr(data, die, dw::DW_AT_name, at)
-    }
-
-    fn string_attr(
-        &self,
-        data: &UnitData<'a>,
-        die: &Die<'_, '_, 'a>,
-        attr: gimli::DwAt,
-        at: At,
-    ) -> Result<Option<&'a [u8]>> {
-        match die.attr_value(attr).map_err(|e| at.err(gimli_reason(e)))? {
+    /// The string a string attribute's `value` (of a DIE in unit `unit`) holds.
+    fn string_of(&self, unit: usize, value: Option<Value<'a>>, at: At) -> Result<Option<&'a [u8]>> {
+        match value {
             None => Ok(None),
             Some(value) => {
                 let s = self
                     .dwarf
-                    .attr_string(&data.unit, value)
+                    .attr_string(&self.units[unit].unit, value)
                     .map_err(|e| at.err(gimli_reason(e)))?;
                 Ok(Some(s.slice()))
             }
         }
     }
 
-    fn convert_unit(&self, out: &mut Output<'a, '_>, index: usize) -> Result<()> {
-        // The DIEs to convert first (the cursor borrows the unit), then each read again.
-        let data = &self.units[index];
-        let mut at = At {
-            section: data.section,
-            unit: data.start,
-            die: u64::MAX,
+    /// Intern the string of string attribute `value` (of a DIE in unit `unit`): a string of
+    /// `.debug_str` once for each of its offsets.
+    fn intern_value(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        value: Option<Value<'a>>,
+        at: At,
+    ) -> Result<u32> {
+        let offset = match value {
+            Some(AttributeValue::DebugStrRef(offset)) => offset.0,
+            Some(AttributeValue::DebugStrOffsetsIndex(index)) => {
+                self.dwarf
+                    .string_offset(&self.units[unit].unit, index)
+                    .map_err(|e| at.err(gimli_reason(e)))?
+                    .0
+            }
+            _ => {
+                let s = self.string_of(unit, value, at)?;
+                return out.intern(s, at);
+            }
         };
-        let mut offsets: Vec<(UnitOffset, Option<u32>, DwTag)> = Vec::new();
-        {
-            let mut cursor = data.unit.entries();
-            let mut slot = 0usize;
-            while let Some((_, die)) = cursor.next_dfs().map_err(|e| at.err(gimli_reason(e)))? {
-                let tag = die.tag();
-                let id = match data.slots.get(slot) {
-                    Some(&(offset, s)) if offset == die.offset() => {
-                        slot += 1;
-                        match s {
-                            Slot::Type(id) => Some(id),
-                            Slot::Alias(_) => None,
-                        }
-                    }
-                    _ => None,
-                };
-                if id.is_some() || tag == dw::DW_TAG_subprogram {
-                    fallible::push(&mut offsets, (die.offset(), id, tag))?;
-                }
-            }
+        if let Some(&name) = out.names.get(&offset) {
+            return Ok(name);
         }
-        for (offset, id, tag) in offsets {
-            at.die = self.units[index].start + offset.0 as u64;
-            let data = &self.units[index];
-            let die = data
-                .unit
-                .entry(offset)
-                .map_err(|e| at.err(gimli_reason(e)))?;
-            match id {
-                Some(id) => self.convert_type(out, index, &die, id, at)?,
-                None if tag == dw::DW_TAG_subprogram => {
-                    self.convert_function(out, index, &die, at)?
-                }
-                None => {}
-            }
-        }
-        Ok(())
+        let s = self
+            .dwarf
+            .string(gimli::DebugStrOffset(offset))
+            .map_err(|e| at.err(gimli_reason(e)))?;
+        let name = out.intern(Some(s.slice()), at)?;
+        out.names.try_reserve(1)?;
+        out.names.insert(offset, name);
+        Ok(name)
     }
 
     fn udata(&self, die: &Die<'_, '_, 'a>, attr: gimli::DwAt, at: At) -> Result<Option<u64>> {
         let value = die.attr_value(attr).map_err(|e| at.err(gimli_reason(e)))?;
         Ok(value.and_then(|v| numeric(&v)))
-    }
-
-    fn flag(&self, die: &Die<'_, '_, 'a>, attr: gimli::DwAt, at: At) -> Result<bool> {
-        let value = die.attr_value(attr).map_err(|e| at.err(gimli_reason(e)))?;
-        Ok(matches!(value, Some(AttributeValue::Flag(true))))
-    }
-
-    /// The children of `die` (read again from the unit), each with its offset.
-    fn children(&self, unit: usize, die: &Die<'_, '_, 'a>, at: At) -> Result<Vec<UnitOffset>> {
-        let mut out = Vec::new();
-        if !die.has_children() {
-            return Ok(out);
-        }
-        let data = &self.units[unit];
-        let mut tree = data
-            .unit
-            .entries_tree(Some(die.offset()))
-            .map_err(|e| at.err(gimli_reason(e)))?;
-        let root = tree.root().map_err(|e| at.err(gimli_reason(e)))?;
-        let mut children = root.children();
-        while let Some(child) = children.next().map_err(|e| at.err(gimli_reason(e)))? {
-            fallible::push(&mut out, child.entry().offset())?;
-        }
-        Ok(out)
     }
 
     fn entry(&self, unit: usize, offset: UnitOffset, at: At) -> Result<Die<'_, '_, 'a>> {

@@ -4,9 +4,10 @@
 //! `DECL_TAG`s for each function pahole encodes, as pahole 1.24's `btf_encoder.c` writes
 //! them. The ids are the first pass's, in `convert`; this file only fills their slots.
 
+use super::walk::{A, Attrs, Job, Node, children};
 use super::{
-    At, DW_TAG_LLVM_ANNOTATION, Die, INT_BOOL, INT_SIGNED, Input, MAX_ARRAY_DIMENSIONS, Output,
-    Slot, Target, gimli_reason, numeric, plus_uconst,
+    At, DW_TAG_LLVM_ANNOTATION, INT_BOOL, INT_SIGNED, Input, MAX_ARRAY_DIMENSIONS, Output, Target,
+    numeric, plus_uconst,
 };
 use crate::btf::Kind;
 use crate::dwarf::Record;
@@ -16,40 +17,43 @@ use alloc::vec::Vec;
 use gimli::{AttributeValue, constants as dw};
 
 impl<'a> Input<'a> {
+    /// The record of type DIE `nodes[node]`, id `id`.
     pub(super) fn convert_type(
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        die: &Die<'_, '_, 'a>,
+        nodes: &[Node<'a>],
+        node: usize,
         id: u32,
         at: At,
     ) -> Result<()> {
-        let tag = die.tag();
-        let data = &self.units[unit];
-        let name = self.name(data, die, at)?;
-        let record = match tag {
-            dw::DW_TAG_base_type => return self.base_type(out, die, id, name, at),
-            dw::DW_TAG_pointer_type => return self.pointer(out, unit, die, id, at),
-            dw::DW_TAG_const_type => Record::reference(Kind::Const, self.type_of(unit, die, at)?),
+        let die = &nodes[node];
+        let attrs = &die.attrs;
+        let record = match die.tag {
+            dw::DW_TAG_base_type => return self.base_type(out, unit, attrs, id, at),
+            dw::DW_TAG_pointer_type => return self.pointer(out, unit, nodes, node, id, at),
+            dw::DW_TAG_const_type => Record::reference(Kind::Const, self.type_of(unit, attrs, at)?),
             dw::DW_TAG_volatile_type => {
-                Record::reference(Kind::Volatile, self.type_of(unit, die, at)?)
+                Record::reference(Kind::Volatile, self.type_of(unit, attrs, at)?)
             }
             dw::DW_TAG_restrict_type => {
-                Record::reference(Kind::Restrict, self.type_of(unit, die, at)?)
+                Record::reference(Kind::Restrict, self.type_of(unit, attrs, at)?)
             }
             dw::DW_TAG_typedef => {
-                let target = self.type_of(unit, die, at)?;
-                let name = out.intern(name, at)?;
-                self.decl_tags(out, unit, die, id, -1, at)?;
+                let target = self.type_of(unit, attrs, at)?;
+                let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
+                self.decl_tags(out, unit, nodes, node, id, -1, at)?;
                 Record::new(name, Kind::Typedef, false, 0, target)
             }
             dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type => {
-                return self.composite(out, unit, die, id, name, at);
+                return self.composite(out, unit, nodes, node, id, at);
             }
-            dw::DW_TAG_enumeration_type => return self.enumeration(out, unit, die, id, name, at),
-            dw::DW_TAG_array_type => return self.array(out, unit, die, id, at),
+            dw::DW_TAG_enumeration_type => {
+                return self.enumeration(out, unit, nodes, node, id, at);
+            }
+            dw::DW_TAG_array_type => return self.array(out, unit, nodes, node, id, at),
             dw::DW_TAG_subroutine_type => {
-                let (record, words) = self.proto(out, unit, die, false, at)?;
+                let (record, words) = self.proto(out, unit, nodes, node, false, at)?;
                 return out.types.set(id, record, &words);
             }
             // A pointer's type tags were written with the pointer.
@@ -61,17 +65,17 @@ impl<'a> Input<'a> {
     fn base_type(
         &self,
         out: &mut Output<'a, '_>,
-        die: &Die<'_, '_, 'a>,
+        unit: usize,
+        attrs: &Attrs<'a>,
         id: u32,
-        name: Option<&'a [u8]>,
         at: At,
     ) -> Result<()> {
-        let byte_size = self.udata(die, dw::DW_AT_byte_size, at)?.unwrap_or(0);
-        let encoding = self.udata(die, dw::DW_AT_encoding, at)?.unwrap_or(0);
+        let byte_size = attrs.udata(A::ByteSize).unwrap_or(0);
+        let encoding = attrs.udata(A::Encoding).unwrap_or(0);
         let encoding = gimli::DwAte(encoding as u8);
         let size = u32::try_from(byte_size).map_err(|_| at.err("a base type's size overflows"))?;
         if encoding == dw::DW_ATE_float {
-            let name = out.intern(name, at)?;
+            let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
             return out
                 .types
                 .set(id, Record::new(name, Kind::Float, false, 0, size), &[]);
@@ -90,11 +94,10 @@ impl<'a> Input<'a> {
         };
         // DWARF 5's DW_ATE_[un]signed_N helper types of odd sizes: pahole's sanitized int.
         let (name, size) = if size == 0 || !size.is_power_of_two() || size > 16 {
-            (Some(&b"__SANITIZED_FAKE_INT__"[..]), 4)
+            (out.intern(Some(&b"__SANITIZED_FAKE_INT__"[..]), at)?, 4)
         } else {
-            (name, size)
+            (self.intern_value(out, unit, attrs.get(A::Name), at)?, size)
         };
-        let name = out.intern(name, at)?;
         out.types.set(
             id,
             Record::new(name, Kind::Int, false, 0, size),
@@ -108,26 +111,17 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        die: &Die<'_, '_, 'a>,
+        nodes: &[Node<'a>],
+        node: usize,
         id: u32,
         at: At,
     ) -> Result<()> {
-        let mut target = self.type_of(unit, die, at)?;
-        for child in self.children(unit, die, at)? {
-            let tag_id = {
-                let slots = &self.units[unit].slots;
-                match slots.binary_search_by_key(&child, |&(o, _)| o) {
-                    Ok(i) => match slots[i].1 {
-                        Slot::Type(tag_id) => tag_id,
-                        Slot::Alias(_) => continue,
-                    },
-                    Err(_) => continue,
-                }
+        let mut target = self.type_of(unit, &nodes[node].attrs, at)?;
+        for (_, child) in children(nodes, node) {
+            let Job::Type(tag_id) = child.job else {
+                continue;
             };
-            let child_die = self.entry(unit, child, at)?;
-            let value =
-                self.string_attr(&self.units[unit], &child_die, dw::DW_AT_const_value, at)?;
-            let name = out.intern(value, at)?;
+            let name = self.intern_value(out, unit, child.attrs.get(A::ConstValue), at)?;
             out.types.set(
                 tag_id,
                 Record::new(name, Kind::TypeTag, false, 0, target),
@@ -140,25 +134,24 @@ impl<'a> Input<'a> {
 
     /// `DECL_TAG`s for the `btf_decl_tag` annotations among `die`'s children, on `target`
     /// with component index `component` (-1: the type or function itself).
+    #[allow(clippy::too_many_arguments)]
     fn decl_tags(
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        die: &Die<'_, '_, 'a>,
+        nodes: &[Node<'a>],
+        node: usize,
         target: u32,
         component: i32,
         at: At,
     ) -> Result<()> {
-        for child in self.children(unit, die, at)? {
-            let child_die = self.entry(unit, child, at)?;
-            if child_die.tag() != DW_TAG_LLVM_ANNOTATION
-                || !self.annotation_is(&self.units[unit], &child_die, b"btf_decl_tag", at)?
+        for (_, child) in children(nodes, node) {
+            if child.tag != DW_TAG_LLVM_ANNOTATION
+                || self.string_of(unit, child.attrs.get(A::Name), at)? != Some(&b"btf_decl_tag"[..])
             {
                 continue;
             }
-            let value =
-                self.string_attr(&self.units[unit], &child_die, dw::DW_AT_const_value, at)?;
-            let name = out.intern(value, at)?;
+            let name = self.intern_value(out, unit, child.attrs.get(A::ConstValue), at)?;
             out.next_extra()?;
             out.extra.push(
                 Record::new(name, Kind::DeclTag, false, 0, target),
@@ -172,15 +165,16 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        die: &Die<'_, '_, 'a>,
+        nodes: &[Node<'a>],
+        node: usize,
         id: u32,
-        name: Option<&'a [u8]>,
         at: At,
     ) -> Result<()> {
-        let union = die.tag() == dw::DW_TAG_union_type;
+        let die = &nodes[node];
+        let union = die.tag == dw::DW_TAG_union_type;
         let kind = if union { Kind::Union } else { Kind::Struct };
-        let name_off = out.intern(name, at)?;
-        if self.flag(die, dw::DW_AT_declaration, at)? {
+        let name_off = self.intern_value(out, unit, die.attrs.get(A::Name), at)?;
+        if die.attrs.flag(A::Declaration) {
             // libbpf rejects an anonymous FWD; an empty anonymous type says the same.
             let record = if name_off == 0 {
                 Record::new(0, kind, false, 0, 0)
@@ -189,17 +183,16 @@ impl<'a> Input<'a> {
             };
             return out.types.set(id, record, &[]);
         }
-        let size = self.udata(die, dw::DW_AT_byte_size, at)?.unwrap_or(0);
+        let size = die.attrs.udata(A::ByteSize).unwrap_or(0);
         let size = u32::try_from(size).map_err(|_| at.err("a struct's size overflows"))?;
         let little = self.little;
         let mut words: Vec<u32> = Vec::new();
         let mut any_bitfield = false;
         let mut member_index = 0i32;
-        for child in self.children(unit, die, at)? {
-            let member = self.entry(unit, child, at)?;
+        for (index, member) in children(nodes, node) {
             let mut at = at;
-            at.die = self.units[unit].start + child.0 as u64;
-            match member.tag() {
+            at.die = self.units[unit].start + member.offset.0 as u64;
+            match member.tag {
                 dw::DW_TAG_member => {}
                 dw::DW_TAG_inheritance => {
                     member_index += 1;
@@ -207,11 +200,11 @@ impl<'a> Input<'a> {
                 }
                 _ => continue,
             }
-            let member_name = self.name(&self.units[unit], &member, at)?;
-            let member_name = out.intern(member_name, at)?;
-            let member_type = self.type_of(unit, &member, at)?;
-            let bitfield_size = self.udata(&member, dw::DW_AT_bit_size, at)?.unwrap_or(0);
-            let bit_offset = self.member_bit_offset(unit, &member, bitfield_size, little, at)?;
+            let attrs = &member.attrs;
+            let member_name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
+            let member_type = self.type_of(unit, attrs, at)?;
+            let bitfield_size = attrs.udata(A::BitSize).unwrap_or(0);
+            let bit_offset = self.member_bit_offset(unit, attrs, bitfield_size, little, at)?;
             let offset = if bitfield_size != 0 {
                 any_bitfield = true;
                 if bitfield_size > 255 || bit_offset >= 1 << 24 {
@@ -222,10 +215,10 @@ impl<'a> Input<'a> {
                 bit_offset
             };
             fallible::extend(&mut words, &[member_name, member_type, offset])?;
-            self.decl_tags(out, unit, &member, id, member_index, at)?;
+            self.decl_tags(out, unit, nodes, index, id, member_index, at)?;
             member_index += 1;
         }
-        self.decl_tags(out, unit, die, id, -1, at)?;
+        self.decl_tags(out, unit, nodes, node, id, -1, at)?;
         let vlen =
             u16::try_from(words.len() / 3).map_err(|_| at.err("more members than BTF holds"))?;
         out.types.set(
@@ -242,19 +235,16 @@ impl<'a> Input<'a> {
     fn member_bit_offset(
         &self,
         unit: usize,
-        member: &Die<'_, '_, 'a>,
+        member: &Attrs<'a>,
         bitfield_size: u64,
         little: bool,
         at: At,
     ) -> Result<u32> {
         let too_far = || at.err("a member's offset does not fit in 32 bits");
-        if let Some(bits) = self.udata(member, dw::DW_AT_data_bit_offset, at)? {
+        if let Some(bits) = member.udata(A::DataBitOffset) {
             return u32::try_from(bits).map_err(|_| too_far());
         }
-        let location = member
-            .attr_value(dw::DW_AT_data_member_location)
-            .map_err(|e| at.err(gimli_reason(e)))?;
-        let byte_offset = match location {
+        let byte_offset = match member.get(A::MemberLocation) {
             None => 0,
             Some(AttributeValue::Exprloc(expr)) => plus_uconst(expr.0.slice())
                 .ok_or(at.err("a member location that is no constant offset"))?,
@@ -262,13 +252,12 @@ impl<'a> Input<'a> {
         } as i64;
         let mut bit_offset = byte_offset.wrapping_mul(8);
         if bitfield_size != 0 {
-            let byte_size = match self.udata(member, dw::DW_AT_byte_size, at)? {
+            let byte_size = match member.udata(A::ByteSize) {
                 Some(size) if size != 0 => size,
                 _ => self.storage_size(unit, member, at)?,
             };
             if byte_size != 0 {
-                let dwarf_offset =
-                    self.udata(member, dw::DW_AT_bit_offset, at)?.unwrap_or(0) as i64;
+                let dwarf_offset = member.udata(A::BitOffset).unwrap_or(0) as i64;
                 let storage_bits = (byte_size as i64).wrapping_mul(8);
                 let within = if little {
                     storage_bits - dwarf_offset - bitfield_size as i64
@@ -282,8 +271,8 @@ impl<'a> Input<'a> {
     }
 
     /// The byte size of a bit-field's declared type, through typedefs and qualifiers.
-    fn storage_size(&self, unit: usize, member: &Die<'_, '_, 'a>, at: At) -> Result<u64> {
-        let mut target = self.target(unit, member, dw::DW_AT_type, at)?;
+    fn storage_size(&self, unit: usize, member: &Attrs<'a>, at: At) -> Result<u64> {
+        let mut target = self.target_value(unit, member.get(A::Type), at)?;
         for _ in 0..crate::btf::MAX_RESOLVE_DEPTH {
             let Target::Die { unit, offset } = target else {
                 return Ok(0);
@@ -312,19 +301,20 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        die: &Die<'_, '_, 'a>,
+        nodes: &[Node<'a>],
+        node: usize,
         id: u32,
-        name: Option<&'a [u8]>,
         at: At,
     ) -> Result<()> {
-        let name = out.intern(name, at)?;
+        let attrs = &nodes[node].attrs;
+        let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
         // pahole: a declaration (no size) is an `int`-sized enum without values.
-        let size = match self.udata(die, dw::DW_AT_byte_size, at)? {
+        let size = match attrs.udata(A::ByteSize) {
             None | Some(0) => 4,
             Some(size) => u32::try_from(size).map_err(|_| at.err("an enum's size overflows"))?,
         };
         // Signedness from the underlying type DW_AT_type names itself (not through typedefs).
-        let signed = match self.target(unit, die, dw::DW_AT_type, at)? {
+        let signed = match self.target_value(unit, attrs.get(A::Type), at)? {
             Target::Void => false,
             Target::Die { unit, offset } => {
                 let base = self.entry(unit, offset, at)?;
@@ -336,18 +326,12 @@ impl<'a> Input<'a> {
         let wide = size > 4;
         let mut words: Vec<u32> = Vec::new();
         let mut negative = false;
-        for child in self.children(unit, die, at)? {
-            let enumerator = self.entry(unit, child, at)?;
-            if enumerator.tag() != dw::DW_TAG_enumerator {
+        for (_, enumerator) in children(nodes, node) {
+            if enumerator.tag != dw::DW_TAG_enumerator {
                 continue;
             }
-            let value_name = self.name(&self.units[unit], &enumerator, at)?;
-            let value_name = out.intern(value_name, at)?;
-            let value = enumerator
-                .attr_value(dw::DW_AT_const_value)
-                .map_err(|e| at.err(gimli_reason(e)))?
-                .and_then(|v| numeric(&v))
-                .unwrap_or(0);
+            let value_name = self.intern_value(out, unit, enumerator.attrs.get(A::Name), at)?;
+            let value = enumerator.attrs.udata(A::ConstValue).unwrap_or(0);
             if wide {
                 fallible::extend(
                     &mut words,
@@ -381,16 +365,16 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        die: &Die<'_, '_, 'a>,
+        nodes: &[Node<'a>],
+        node: usize,
         id: u32,
         at: At,
     ) -> Result<()> {
-        let elem = self.type_of(unit, die, at)?;
+        let elem = self.type_of(unit, &nodes[node].attrs, at)?;
         let mut nelems = 1u32;
         let mut dimensions = 0;
-        for child in self.children(unit, die, at)? {
-            let subrange = self.entry(unit, child, at)?;
-            if subrange.tag() != dw::DW_TAG_subrange_type {
+        for (_, subrange) in children(nodes, node) {
+            if subrange.tag != dw::DW_TAG_subrange_type {
                 continue;
             }
             if dimensions == MAX_ARRAY_DIMENSIONS {
@@ -398,13 +382,10 @@ impl<'a> Input<'a> {
             }
             dimensions += 1;
             // pahole's attr_upper_bound: upper bound + 1, else the count, else 0.
-            let count = if let Some(upper) = subrange
-                .attr_value(dw::DW_AT_upper_bound)
-                .map_err(|e| at.err(gimli_reason(e)))?
-            {
+            let count = if let Some(upper) = subrange.attrs.get(A::UpperBound) {
                 numeric(&upper).map_or(0, |u| u.wrapping_add(1))
             } else {
-                self.udata(&subrange, dw::DW_AT_count, at)?.unwrap_or(0)
+                subrange.attrs.udata(A::Count).unwrap_or(0)
             };
             nelems = nelems.wrapping_mul(count as u32);
         }
@@ -423,24 +404,23 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        die: &Die<'_, '_, 'a>,
+        nodes: &[Node<'a>],
+        node: usize,
         named: bool,
         at: At,
     ) -> Result<(Record, Vec<u32>)> {
-        let ret = self.type_of(unit, die, at)?;
+        let ret = self.type_of(unit, &nodes[node].attrs, at)?;
         let mut words: Vec<u32> = Vec::new();
         let mut variadic = false;
-        for child in self.children(unit, die, at)? {
-            let param = self.entry(unit, child, at)?;
-            match param.tag() {
+        for (_, param) in children(nodes, node) {
+            match param.tag {
                 dw::DW_TAG_formal_parameter => {
                     let name = if named {
-                        let name = self.name(&self.units[unit], &param, at)?;
-                        out.intern(name, at)?
+                        self.intern_value(out, unit, param.attrs.get(A::Name), at)?
                     } else {
                         0
                     };
-                    let ty = self.type_of(unit, &param, at)?;
+                    let ty = self.type_of(unit, &param.attrs, at)?;
                     fallible::extend(&mut words, &[name, ty])?;
                 }
                 dw::DW_TAG_unspecified_parameters => variadic = true,
@@ -462,26 +442,28 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        die: &Die<'_, '_, 'a>,
+        nodes: &[Node<'a>],
+        node: usize,
         at: At,
     ) -> Result<()> {
-        if self.flag(die, dw::DW_AT_declaration, at)? {
+        let attrs = &nodes[node].attrs;
+        if attrs.flag(A::Declaration) {
             return Ok(());
         }
-        let data = &self.units[unit];
-        let Some(name) = self.name(data, die, at)? else {
+        let Some(name) = self.string_of(unit, attrs.get(A::Name), at)? else {
             return Ok(());
         };
-        for child in self.children(unit, die, at)? {
-            let param = self.entry(unit, child, at)?;
-            if param.tag() == dw::DW_TAG_formal_parameter
-                && self.name(&self.units[unit], &param, at)?.is_none()
+        for (_, param) in children(nodes, node) {
+            if param.tag == dw::DW_TAG_formal_parameter
+                && self
+                    .string_of(unit, param.attrs.get(A::Name), at)?
+                    .is_none()
             {
                 return Ok(());
             }
         }
         if out.functions.is_empty() {
-            if !self.flag(die, dw::DW_AT_external, at)? {
+            if !attrs.flag(A::External) {
                 return Ok(());
             }
         } else {
@@ -490,19 +472,18 @@ impl<'a> Input<'a> {
                 _ => return Ok(()),
             }
         }
-        let (record, words) = self.proto(out, unit, die, true, at)?;
+        let (record, words) = self.proto(out, unit, nodes, node, true, at)?;
         let proto = out.next_extra()?;
         out.extra.push(record, &words)?;
         let func = out.next_extra()?;
-        let name = out.intern(Some(name), at)?;
+        let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
         out.extra
             .push(Record::new(name, Kind::Func, false, 0, proto), &[])?;
-        self.decl_tags(out, unit, die, func, -1, at)?;
+        self.decl_tags(out, unit, nodes, node, func, -1, at)?;
         let mut index = 0;
-        for child in self.children(unit, die, at)? {
-            let param = self.entry(unit, child, at)?;
-            if param.tag() == dw::DW_TAG_formal_parameter {
-                self.decl_tags(out, unit, &param, func, index, at)?;
+        for (i, param) in children(nodes, node) {
+            if param.tag == dw::DW_TAG_formal_parameter {
+                self.decl_tags(out, unit, nodes, i, func, index, at)?;
                 index += 1;
             }
         }
