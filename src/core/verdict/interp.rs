@@ -78,6 +78,10 @@ pub(super) struct Code<'c> {
     pub annotations: &'c [Annotation],
     /// First instructions of the global sub-programs, which the verifier checks on their own.
     pub global_subprogs: &'c [u32],
+    /// Per instruction, whether a block starting there is evaluated at all: the verdicts pass
+    /// [`super::relevance::relevant`] (no other block can change one); an instruction past its
+    /// end is evaluated, so an empty slice evaluates every block.
+    pub relevant: &'c [bool],
 }
 
 /// Bounds on the analysis, far above what a program of the verifier's size needs.

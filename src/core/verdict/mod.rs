@@ -19,6 +19,7 @@
 
 mod describe;
 mod interp;
+mod relevance;
 mod solver;
 
 pub use describe::describe;
@@ -343,10 +344,12 @@ fn analyse(
     for part in assembled.parts.iter().skip(1).filter(|p| p.program.global) {
         fallible::push(&mut global_subprogs, part.start)?;
     }
+    let relevant = relevance::relevant(&assembled.insns)?;
     let code = Code {
         insns: &assembled.insns,
         annotations: &annotations,
         global_subprogs: &global_subprogs,
+        relevant: &relevant,
     };
     let budget = Budget {
         visits: VISIT_BUDGET,

@@ -207,8 +207,18 @@ impl Solver<'_> {
     }
 
     /// Join `state` into the entry of block `start` of `context`, queueing the block when that
-    /// changed it; the block's node, `None` when the state budget is spent.
+    /// changed it; the block's node, `None` when the state budget is spent or the block is not
+    /// to be evaluated ([`Code::relevant`]).
     fn flow(&mut self, context: u32, start: u32, state: State) -> Result<Option<u32>> {
+        if !self
+            .code
+            .relevant
+            .get(start as usize)
+            .copied()
+            .unwrap_or(true)
+        {
+            return Ok(None);
+        }
         if let Some(&id) = self.node_at.get(&(context, start)) {
             let Some(node) = self.nodes.get_mut(id as usize) else {
                 return Ok(None);

@@ -4,6 +4,7 @@
 
 use super::dead_code_guards;
 use super::interp::{Annotation, Budget, Code, Outcome};
+use super::relevance::relevant;
 use super::solver::explore;
 use crate::core::patch::POISON_HELPER_ID;
 use crate::object::Insn;
@@ -74,12 +75,27 @@ fn run_with(insns: &[Insn], annotated: &[(usize, Annotation)], globals: &[u32]) 
         insns,
         annotations: &annotations,
         global_subprogs: globals,
+        relevant: &[],
     };
     explore(&code, BUDGET).expect("explores")
 }
 
 fn run(insns: &[Insn]) -> Outcome {
     run_with(insns, &[], &[])
+}
+
+/// As [`run`], evaluating only the blocks from which a poison can be reached, as the verdicts
+/// do ([`relevant`]).
+fn run_relevant(insns: &[Insn]) -> Outcome {
+    let annotations = vec![Annotation::None; insns.len()];
+    let relevant = relevant(insns).expect("relevance");
+    let code = Code {
+        insns,
+        annotations: &annotations,
+        global_subprogs: &[],
+        relevant: &relevant,
+    };
+    explore(&code, BUDGET).expect("explores")
 }
 
 fn reached(outcome: &Outcome) -> Vec<u32> {
@@ -612,6 +628,7 @@ fn arbitrary_instructions_never_panic_and_stay_in_budget() {
             insns: &insns,
             annotations: &annotations,
             global_subprogs: &globals,
+            relevant: &[],
         };
         let outcome = explore(&code, budget).expect("explores");
         assert!(outcome.visits <= budget.visits);
@@ -624,4 +641,61 @@ fn arbitrary_instructions_never_panic_and_stay_in_budget() {
     // average, each executed about once (the pass is linear, it follows no paths).
     assert!(total_visited > 2_000 * 8, "{total_visited}");
     assert!(total_visits < 2_000 * 48, "{total_visits}");
+}
+
+/// Blocks from which no poison can be reached are not evaluated, and the poisons reached stay
+/// the same: a guarded read with a long tail after it, a poison after a static call (whose
+/// callee's return must still be evaluated), a callee writing through a stack pointer, a poison
+/// in a callback.
+#[test]
+fn only_blocks_that_lead_to_a_poison_are_evaluated() {
+    // 0: r0 = helper() (unknown); 1: if r0 != 0 goto +1; 2: poison; 3-12: a tail of ten
+    // helper calls; exit. Both edges of 1 are live: the poison is reached, and so is the tail.
+    let mut guarded = vec![helper(7), insn(0x55, 0, 0, 1, 0), poison()];
+    guarded.extend((0..10).map(|_| helper(7)));
+    guarded.extend([mov64(0, 0), exit()]);
+    let all = run(&guarded);
+    let pruned = run_relevant(&guarded);
+    assert_eq!(reached(&all), [2]);
+    assert_eq!(reached(&pruned), [2]);
+    assert!(all.visited[5] && !pruned.visited[5]);
+    assert!(pruned.visits < all.visits);
+
+    // The callee decides the branch after the call: r0 = 1 reaches the poison, 0 does not.
+    for (returned, expected) in [(1, vec![2]), (0, vec![])] {
+        let p = [
+            call(4),
+            insn(0x15, 0, 0, 1, 0),
+            poison(),
+            mov64(0, 0),
+            exit(),
+            mov64(0, returned),
+            exit(),
+        ];
+        assert_eq!(
+            reached(&run_relevant(&p)),
+            expected,
+            "callee returns {returned}"
+        );
+        assert_eq!(reached(&run(&p)), expected);
+    }
+    let written = [
+        insn(0x7a, 10, 0, -8, 0),
+        mov64_reg(1, 10),
+        insn(0x07, 1, 0, 0, -8),
+        call(5),
+        insn(0x79, 1, 10, -8, 0),
+        insn(0x15, 1, 0, 1, 0),
+        poison(),
+        mov64(0, 0),
+        exit(),
+        insn(0x7a, 1, 0, 0, 1),
+        mov64(0, 0),
+        exit(),
+    ];
+    assert_eq!(reached(&run_relevant(&written)), [6]);
+    let mut callback = vec![mov64(1, 4)];
+    callback.extend(ld_imm64(2, 4, 4));
+    callback.extend([helper(181), mov64(0, 0), exit(), poison(), exit()]);
+    assert_eq!(reached(&run_relevant(&callback)), [6]);
 }

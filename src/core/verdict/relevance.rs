@@ -1,0 +1,110 @@
+//! Which instructions can lead to a poisoned one: the only ones whose states a verdict reads.
+//!
+//! A block from which no path reaches a poisoned instruction passes its state only to blocks
+//! from which none does either, so the propagation need not evaluate it. The paths are those
+//! of the static control flow: fall-through and jumps, calls and callback references into
+//! their sub-programs, and from each sub-program's exits back to the instruction after every
+//! reference to it (what a callee returns, or writes through a pointer it was given, reaches
+//! its caller there). A backward walk from every poisoned instruction over that graph marks
+//! them, in time linear in the instructions: a program's tail after its last guarded read
+//! (maps, ring buffers, histograms) is then never evaluated, and what is evaluated is
+//! evaluated exactly as before.
+
+use super::interp::{is_poison, successors};
+use crate::core::patch::{CLASS_JMP, LD_IMM64};
+use crate::error::Result;
+use crate::fallible;
+use crate::object::Insn;
+use alloc::vec::Vec;
+
+/// `BPF_JMP | BPF_EXIT`.
+const EXIT: u8 = CLASS_JMP | 0x90;
+/// `BPF_JMP | BPF_CALL`.
+const CALL: u8 = CLASS_JMP | 0x80;
+/// A call's `src_reg` for a BPF-to-BPF call.
+const PSEUDO_CALL: u8 = 1;
+/// An `ld_imm64`'s `src_reg` for a function's address (a callback).
+const PSEUDO_FUNC: u8 = 4;
+
+/// For each instruction of `insns`, whether a path from it reaches a poisoned instruction.
+pub(super) fn relevant(insns: &[Insn]) -> Result<Vec<bool>> {
+    let len = insns.len();
+    // References to sub-programs: (first instruction, where the referring code goes on).
+    let mut references: Vec<(u32, u32)> = Vec::new();
+    for (pc, insn) in insns.iter().enumerate() {
+        let pc = pc as u32;
+        let reference = if insn.code == CALL && insn.src_reg == PSEUDO_CALL {
+            successors(insns, pc)[1].map(|start| (start, pc.saturating_add(1)))
+        } else if insn.code == LD_IMM64 && insn.src_reg == PSEUDO_FUNC {
+            successors(insns, pc)[1].map(|start| (start, pc.saturating_add(2)))
+        } else {
+            None
+        };
+        if let Some(reference) = reference.filter(|&(start, _)| (start as usize) < len) {
+            fallible::push(&mut references, reference)?;
+        }
+    }
+    let mut starts: Vec<u32> = fallible::vec_with_capacity(references.len() + 1)?;
+    starts.push(0);
+    starts.extend(references.iter().map(|&(start, _)| start));
+    starts.sort_unstable();
+    starts.dedup();
+    // Nodes: one per instruction, then one per sub-program standing for all its exits, so
+    // that exits × references does not become edges × edges.
+    let function_of = |pc: u32| starts.partition_point(|&s| s <= pc).saturating_sub(1);
+    let node_count = len + starts.len();
+    let for_each_edge = |edge: &mut dyn FnMut(u32, u32)| {
+        for (pc, insn) in insns.iter().enumerate() {
+            let pc = pc as u32;
+            for to in successors(insns, pc).into_iter().flatten() {
+                if (to as usize) < len {
+                    edge(pc, to);
+                }
+            }
+            if insn.code == EXIT {
+                edge(pc, (len + function_of(pc)) as u32);
+            }
+        }
+        for &(start, after) in &references {
+            if (after as usize) < len {
+                edge((len + function_of(start)) as u32, after);
+            }
+        }
+    };
+    // Predecessor lists in one array, by destination (counted, then filled), for the walk.
+    let mut first: Vec<u32> = fallible::vec_with_capacity(node_count + 1)?;
+    first.resize(node_count + 1, 0);
+    for_each_edge(&mut |_, to| first[to as usize + 1] += 1);
+    for i in 1..first.len() {
+        first[i] += first[i - 1];
+    }
+    let mut fill = fallible::to_vec(&first)?;
+    let edges = first.last().copied().unwrap_or(0) as usize;
+    let mut preds: Vec<u32> = fallible::vec_with_capacity(edges)?;
+    preds.resize(edges, 0);
+    for_each_edge(&mut |from, to| {
+        let slot = &mut fill[to as usize];
+        preds[*slot as usize] = from;
+        *slot += 1;
+    });
+    let mut marked: Vec<bool> = fallible::vec_with_capacity(node_count)?;
+    marked.resize(node_count, false);
+    let mut work: Vec<u32> = Vec::new();
+    for (pc, insn) in insns.iter().enumerate() {
+        if is_poison(insn) {
+            marked[pc] = true;
+            fallible::push(&mut work, pc as u32)?;
+        }
+    }
+    while let Some(node) = work.pop() {
+        let (from, to) = (first[node as usize], first[node as usize + 1]);
+        for &pred in &preds[from as usize..to as usize] {
+            if !marked[pred as usize] {
+                marked[pred as usize] = true;
+                fallible::push(&mut work, pred)?;
+            }
+        }
+    }
+    marked.truncate(len);
+    Ok(marked)
+}
