@@ -5,7 +5,8 @@ Raw BTF comes from targets/*.btf and from the .BTF sections of progs/*.o, each a
 with Linux 7.1's 32-byte header and layout section, and with types of kinds btfgen does not
 know appended (sized by the layout section); .BTF.ext from the objects; whole objects for the object and pipeline targets. Targets whose first input byte
 selects a mode get one seed per mode. The structured target gets deterministic pseudo-random
-bytes (its generator makes valid BTF from any bytes). Existing corpus files are kept; seeds are
+bytes (its generator makes valid BTF from any bytes), and so does dwarf_structured (DWARF); dwarf_elf
+gets the ELF files of tests/data/dwarf/. Existing corpus files are kept; seeds are
 named by content hash, so re-running is idempotent. Standard library only.
 """
 import hashlib
@@ -122,6 +123,14 @@ def main():
     for i in range(24):
         size = rng.choice([64, 512, 4096, 16384, 65536])
         add("structured", bytes([i % 6]) + bytes(rng.getrandbits(8) for _ in range(size)))
+    # ELF files with DWARF: gcc and clang, DWARF 4 and 5, type units, zlib/zstd/.zdebug
+    # sections, and a BPF object (relocatable, with .BTF) for dwarf_elf.
+    for path in sorted((DATA / "dwarf").glob("*.so")) + sorted((DATA / "dwarf").glob("*.o")):
+        add("dwarf_elf", path.read_bytes())
+    # dwarf_structured: mode byte (bit 0 corrupt, bit 1 wild) + generator bytes.
+    for i in range(32):
+        size = rng.choice([256, 1024, 4096, 16384])
+        add("dwarf_structured", bytes([i % 4]) + bytes(rng.getrandbits(8) for _ in range(size)))
     # Committed seeds of the runtime selection targets (fuzz/seeds/TARGET/): real os-release
     # files (os_release takes a machine-picking byte first) and small archives of each format.
     for path in sorted((FUZZ / "seeds" / "os_release").iterdir()):

@@ -111,6 +111,10 @@ fuzz_target!(|data: &[u8]| {
         let (_, kind) = btf.name_off_and_kind(id).expect("every id resolves");
         let known = Kind::from_raw(raw);
         assert_eq!(kind, known, "kind of type {id}");
-        assert_eq!(btf.is_unknown_kind(id), known.is_none(), "type {id} unknown");
+        assert_eq!(
+            btf.is_unknown_kind(id),
+            known.is_none(),
+            "type {id} unknown"
+        );
     }
 });

@@ -12,6 +12,8 @@ use btfgen::object::{BpfObject, BtfExt};
 /// The generator of well-formed adversarial BTF and objects (shared with `tests/structured.rs`).
 #[path = "../../tests/support/adversarial.rs"]
 pub mod adversarial;
+/// The DWARF type-tree generator of the `dwarf_structured` target.
+pub mod dwarf_gen;
 /// The pipeline as `min-core-btf` drives it (shared with `tests/oom.rs`, `tests/structured.rs`).
 #[path = "../../tests/support/fixtures.rs"]
 pub mod fixtures;
@@ -37,7 +39,10 @@ pub fn exercise_btf(btf: &Btf<'_>) {
         if let Ok(Entry::Unknown(unknown)) = entry {
             assert_eq!(unknown.id, id, "entries are in id order");
             assert!(btf.is_unknown_kind(id), "type {id} is of an unknown kind");
-            assert!(btf.type_by_id(id).is_err(), "type {id} of an unknown kind decodes");
+            assert!(
+                btf.type_by_id(id).is_err(),
+                "type {id} of an unknown kind decodes"
+            );
             assert_eq!(btf.name_off_and_kind(id).map(|k| k.1), Ok(None));
         }
     }
@@ -117,6 +122,19 @@ pub fn fuzz_btf(data: &[u8], validation: Validation) {
             check_round_trip(&btf);
         }
     }
+}
+
+/// An ELF file through the DWARF reader: `has_dwarf_without_btf`, then `to_btf`, whose
+/// output (when it converts) must parse, and is exercised and round-tripped like any BTF.
+/// Errors are fine; a panic, or output that does not parse, is a finding.
+pub fn fuzz_dwarf(data: &[u8]) {
+    let _ = btfgen::dwarf::has_dwarf_without_btf(data);
+    let Ok(btf) = btfgen::dwarf::to_btf(data) else {
+        return;
+    };
+    let parsed = Btf::parse(&btf).unwrap_or_else(|e| panic!("to_btf's output does not parse: {e}"));
+    exercise_btf(&parsed);
+    check_round_trip(&parsed);
 }
 
 /// Every record of every sub-section.

@@ -300,6 +300,50 @@ mod tests {
         assert_eq!(btf.type_by_id(1).unwrap().kind(), Some(Kind::Const));
     }
 
+    /// Found by the `dwarf_elf` fuzz target: a compressed section's header announcing far
+    /// more than its data can decompress to (zlib's `ch_size` of 0x0393000000000408 bytes for
+    /// 327 bytes of data) was allocated for (and zero-filled) before decompressing. It fails
+    /// before any allocation now.
+    #[test]
+    fn announced_uncompressed_size_is_bounded_by_the_data() {
+        // The empty zlib stream.
+        let stream = [0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01];
+        let check = |file: &[u8], announced: u64| {
+            assert!(has_dwarf_without_btf(file));
+            match to_btf(file) {
+                Err(Error::BadDwarf {
+                    section: ".debug_info",
+                    reason,
+                    ..
+                }) => assert!(reason.contains("announced uncompressed size"), "{reason}"),
+                other => panic!("{announced:#x}: {:?}", other.map(|b| b.len())),
+            }
+        };
+        for announced in [0x0393_0000_0000_0408u64, 1 << 26] {
+            // SHF_COMPRESSED: an Elf64_Chdr (ELFCOMPRESS_ZLIB, the size), the zlib stream.
+            let mut info = 1u32.to_le_bytes().to_vec();
+            info.extend_from_slice(&[0; 4]);
+            info.extend_from_slice(&announced.to_le_bytes());
+            info.extend_from_slice(&1u64.to_le_bytes());
+            info.extend_from_slice(&stream);
+            let mut file = elf(&[(".debug_abbrev", &[0]), (".debug_info", &info)]);
+            // .debug_info's header (after the null one and .shstrtab's): sh_flags.
+            let shoff = u64::from_le_bytes(file[0x28..0x30].try_into().unwrap()) as usize;
+            file[shoff + 3 * 64 + 8] = 0x00; // SHF_COMPRESSED is 0x800
+            file[shoff + 3 * 64 + 9] = 0x08;
+            check(&file, announced);
+        }
+        // A legacy .zdebug_info ("ZLIB", the size as 8 big-endian bytes, the stream), whose
+        // size object caps at 4 GiB.
+        for announced in [1u64 << 26, u64::from(u32::MAX)] {
+            let mut zdebug = b"ZLIB".to_vec();
+            zdebug.extend_from_slice(&announced.to_be_bytes());
+            zdebug.extend_from_slice(&stream);
+            let file = elf(&[(".debug_abbrev", &[0]), (".zdebug_info", &zdebug)]);
+            check(&file, announced);
+        }
+    }
+
     /// More distinct types than BTF has ids: an error that says so, not a panic.
     #[test]
     fn deduplicated_type_count_over_btf_ids_is_an_error() {

@@ -115,7 +115,13 @@ pub fn has_debug_info(data: &[u8]) -> bool {
     })
 }
 
-/// Section `name` (or its `.zdebug_` twin), decompressed if it is compressed.
+/// At most how many bytes one byte of deflate data decompresses to (a 258-byte match in two
+/// bits), and of zstd data (an RLE block: a 3-byte header and one byte for 128 KiB).
+const MAX_ZLIB_RATIO: usize = 1032;
+const MAX_ZSTD_RATIO: usize = 32 * 1024;
+
+/// Section `name` (or its `.zdebug_` twin), decompressed if it is compressed. Its announced
+/// uncompressed size is allocated only when the compressed data can hold that much.
 fn section<'a>(file: &object::File<'a>, name: &'static str) -> Result<Option<Bytes<'a>>> {
     let zdebug = || {
         let rest = name.strip_prefix(".debug_")?;
@@ -138,6 +144,22 @@ fn section<'a>(file: &object::File<'a>, name: &'static str) -> Result<Option<Byt
         .map_err(|_| bad("section data or compression header out of bounds"))?;
     let size = usize::try_from(compressed.uncompressed_size)
         .map_err(|_| bad("uncompressed size does not fit in memory"))?;
+    // The announced size is allocated below: no more than the data can decompress to.
+    let most = match compressed.format {
+        CompressionFormat::Zlib => MAX_ZLIB_RATIO,
+        CompressionFormat::Zstandard => MAX_ZSTD_RATIO,
+        _ => 1,
+    };
+    let at_most = compressed
+        .data
+        .len()
+        .saturating_mul(most)
+        .saturating_add(4096);
+    if size > at_most {
+        return Err(bad(
+            "announced uncompressed size larger than its data can hold",
+        ));
+    }
     let decompress = |out: &mut Vec<u8>| -> core::result::Result<usize, ()> {
         match compressed.format {
             CompressionFormat::Zlib => miniz_oxide::inflate::decompress_slice_iter_to_slice(
