@@ -51,9 +51,10 @@ enum Target {
     Die { unit: usize, offset: UnitOffset },
 }
 
-/// One unit: parsed header and abbreviations, and the slots of its DIEs in offset order.
+/// One unit: its header, and the slots of its DIEs in offset order. Its abbreviations are
+/// parsed only while a pass is in it ([`Input::current`]), not kept for the whole run.
 struct UnitData<'a> {
-    unit: gimli::Unit<Reader<'a>>,
+    header: gimli::UnitHeader<Reader<'a>>,
     section: &'static str,
     /// Offset of the unit's header in its section.
     start: u64,
@@ -102,6 +103,8 @@ struct Input<'a> {
     signatures: Vec<(u64, usize, UnitOffset)>,
     /// Byte order, which `DW_AT_bit_offset` depends on.
     little: bool,
+    /// The unit a pass is in, with its abbreviations: loaded before and dropped after it.
+    current: Option<(usize, gimli::Unit<Reader<'a>>)>,
 }
 
 /// What the conversion writes.
@@ -151,12 +154,15 @@ impl<'a, 'w> Converter<'a, 'w> {
             units: Vec::new(),
             signatures: Vec::new(),
             little: endian == RunTimeEndian::Little,
+            current: None,
         };
         input.read_headers()?;
         let mut next_id = 1u32;
         for index in 0..input.units.len() {
+            input.enter(index)?;
             input.assign_ids(index, &mut next_id)?;
         }
+        input.current = None;
         let mut types = Types::new()?;
         types.fill(next_id)?;
         let out = Output {
@@ -173,10 +179,12 @@ impl<'a, 'w> Converter<'a, 'w> {
 
     /// Second pass: every unit's records. Returns all records, ids from 1.
     pub fn convert(self) -> Result<Types> {
-        let Converter { input, mut out } = self;
+        let Converter { mut input, mut out } = self;
         for index in 0..input.units.len() {
+            input.enter(index)?;
             input.convert_unit(&mut out, index)?;
         }
+        input.current = None;
         let Output {
             mut types, extra, ..
         } = out;
@@ -208,11 +216,6 @@ impl<'a> Input<'a> {
                 gimli::UnitSectionOffset::DebugInfoOffset(o) => o.0,
                 gimli::UnitSectionOffset::DebugTypesOffset(o) => o.0,
             } as u64;
-            let at = At {
-                section,
-                unit: start,
-                die: u64::MAX,
-            };
             if let gimli::UnitType::Type {
                 type_signature,
                 type_offset,
@@ -223,14 +226,8 @@ impl<'a> Input<'a> {
                     (type_signature.0, self.units.len(), type_offset),
                 )?;
             }
-            let mut unit = self
-                .dwarf
-                .unit(header)
-                .map_err(|e| at.err(gimli_reason(e)))?;
-            // Its line program (every unit's file names) is never read: not kept.
-            unit.line_program = None;
             self.units.push(UnitData {
-                unit,
+                header,
                 section,
                 start,
                 in_debug_types,
@@ -240,6 +237,57 @@ impl<'a> Input<'a> {
         }
         self.signatures.sort_unstable_by_key(|&(s, _, _)| s);
         Ok(())
+    }
+
+    /// Where unit `index` starts, for its errors.
+    fn unit_at(&self, index: usize) -> At {
+        let data = &self.units[index];
+        At {
+            section: data.section,
+            unit: data.start,
+            die: u64::MAX,
+        }
+    }
+
+    /// Unit `index` with its abbreviations, parsed.
+    fn load(&self, index: usize) -> Result<gimli::Unit<Reader<'a>>> {
+        let mut unit = self
+            .dwarf
+            .unit(self.units[index].header)
+            .map_err(|e| self.unit_at(index).err(gimli_reason(e)))?;
+        // Its line program (every unit's file names) is never read: not kept.
+        unit.line_program = None;
+        Ok(unit)
+    }
+
+    /// Make unit `index` the current one (the previous one's abbreviations dropped first).
+    fn enter(&mut self, index: usize) -> Result<()> {
+        self.current = None;
+        self.current = Some((index, self.load(index)?));
+        Ok(())
+    }
+
+    /// The current unit, which must be `index`.
+    fn current(&self, index: usize) -> Result<&gimli::Unit<Reader<'a>>> {
+        match &self.current {
+            Some((i, unit)) if *i == index => Ok(unit),
+            _ => Err(Error::InvalidArgument(
+                "DWARF conversion: a pass is not in the unit it reads",
+            )),
+        }
+    }
+
+    /// `f` of unit `index`: the current one, or (a reference into another unit, rare) that
+    /// unit loaded for the call.
+    fn with_unit<T>(
+        &self,
+        index: usize,
+        f: impl FnOnce(&gimli::Unit<Reader<'a>>) -> Result<T>,
+    ) -> Result<T> {
+        match &self.current {
+            Some((i, unit)) if *i == index => f(unit),
+            _ => f(&self.load(index)?),
+        }
     }
 
     /// First pass over unit `index`: ids for its type DIEs, aliases for its `_Atomic`s.
@@ -254,8 +302,8 @@ impl<'a> Input<'a> {
         let mut slots = Vec::new();
         let mut aliases = Vec::new();
         let mut parents: Vec<DwTag> = Vec::new();
-        let mut raw = data
-            .unit
+        let mut raw = self
+            .current(index)?
             .entries_raw(None)
             .map_err(|e| at.err(gimli_reason(e)))?;
         while !raw.is_empty() {
@@ -409,10 +457,11 @@ impl<'a> Input<'a> {
         match value {
             None => Ok(None),
             Some(value) => {
-                let s = self
-                    .dwarf
-                    .attr_string(&self.units[unit].unit, value)
-                    .map_err(|e| at.err(gimli_reason(e)))?;
+                let s = self.with_unit(unit, |u| {
+                    self.dwarf
+                        .attr_string(u, value)
+                        .map_err(|e| at.err(gimli_reason(e)))
+                })?;
                 Ok(Some(s.slice()))
             }
         }
@@ -430,10 +479,12 @@ impl<'a> Input<'a> {
         let offset = match value {
             Some(AttributeValue::DebugStrRef(offset)) => offset.0,
             Some(AttributeValue::DebugStrOffsetsIndex(index)) => {
-                self.dwarf
-                    .string_offset(&self.units[unit].unit, index)
-                    .map_err(|e| at.err(gimli_reason(e)))?
-                    .0
+                self.with_unit(unit, |u| {
+                    self.dwarf
+                        .string_offset(u, index)
+                        .map_err(|e| at.err(gimli_reason(e)))
+                })?
+                .0
             }
             _ => {
                 let s = self.string_of(unit, value, at)?;
@@ -456,13 +507,6 @@ impl<'a> Input<'a> {
     fn udata(&self, die: &Die<'_, '_, 'a>, attr: gimli::DwAt, at: At) -> Result<Option<u64>> {
         let value = die.attr_value(attr).map_err(|e| at.err(gimli_reason(e)))?;
         Ok(value.and_then(|v| numeric(&v)))
-    }
-
-    fn entry(&self, unit: usize, offset: UnitOffset, at: At) -> Result<Die<'_, '_, 'a>> {
-        self.units[unit]
-            .unit
-            .entry(offset)
-            .map_err(|e| at.err(gimli_reason(e)))
     }
 }
 

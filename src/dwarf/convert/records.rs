@@ -7,7 +7,7 @@
 use super::walk::{A, Attrs, Job, Node, children};
 use super::{
     At, DW_TAG_LLVM_ANNOTATION, INT_BOOL, INT_SIGNED, Input, MAX_ARRAY_DIMENSIONS, Output, Target,
-    numeric, plus_uconst,
+    gimli_reason, numeric, plus_uconst,
 };
 use crate::btf::Kind;
 use crate::dwarf::Record;
@@ -277,21 +277,28 @@ impl<'a> Input<'a> {
             let Target::Die { unit, offset } = target else {
                 return Ok(0);
             };
-            let die = self.entry(unit, offset, at)?;
-            match die.tag() {
-                dw::DW_TAG_typedef
-                | dw::DW_TAG_const_type
-                | dw::DW_TAG_volatile_type
-                | dw::DW_TAG_restrict_type
-                | dw::DW_TAG_atomic_type => target = self.target(unit, &die, dw::DW_AT_type, at)?,
-                tag => {
-                    let size = self.udata(&die, dw::DW_AT_byte_size, at)?.unwrap_or(0);
-                    return Ok(if size == 0 && tag == dw::DW_TAG_enumeration_type {
-                        4
-                    } else {
-                        size
-                    });
-                }
+            // `Ok(size)`: found; `Err(next)`: through a typedef or qualifier to `next`.
+            let step = self.with_unit(unit, |u| {
+                let die = u.entry(offset).map_err(|e| at.err(gimli_reason(e)))?;
+                Ok(match die.tag() {
+                    dw::DW_TAG_typedef
+                    | dw::DW_TAG_const_type
+                    | dw::DW_TAG_volatile_type
+                    | dw::DW_TAG_restrict_type
+                    | dw::DW_TAG_atomic_type => Err(self.target(unit, &die, dw::DW_AT_type, at)?),
+                    tag => {
+                        let size = self.udata(&die, dw::DW_AT_byte_size, at)?.unwrap_or(0);
+                        Ok(if size == 0 && tag == dw::DW_TAG_enumeration_type {
+                            4
+                        } else {
+                            size
+                        })
+                    }
+                })
+            })?;
+            match step {
+                Ok(size) => return Ok(size),
+                Err(next) => target = next,
             }
         }
         Err(at.err("a chain of typedefs and qualifiers too long"))
@@ -317,8 +324,11 @@ impl<'a> Input<'a> {
         let signed = match self.target_value(unit, attrs.get(A::Type), at)? {
             Target::Void => false,
             Target::Die { unit, offset } => {
-                let base = self.entry(unit, offset, at)?;
-                let encoding = self.udata(&base, dw::DW_AT_encoding, at)?.unwrap_or(0);
+                let encoding = self.with_unit(unit, |u| {
+                    let base = u.entry(offset).map_err(|e| at.err(gimli_reason(e)))?;
+                    self.udata(&base, dw::DW_AT_encoding, at)
+                })?;
+                let encoding = encoding.unwrap_or(0);
                 let encoding = gimli::DwAte(encoding as u8);
                 encoding == dw::DW_ATE_signed || encoding == dw::DW_ATE_signed_char
             }

@@ -165,8 +165,8 @@ impl<'a> Input<'a> {
         // Kept DIEs with children the walk is inside of, innermost last: (index, depth).
         let mut open: Vec<(usize, isize)> = Vec::new();
         let mut slot = 0usize;
-        let mut raw = data
-            .unit
+        let mut raw = self
+            .current(index)?
             .entries_raw(None)
             .map_err(|e| at.err(gimli_reason(e)))?;
         while !raw.is_empty() {
