@@ -302,6 +302,7 @@ impl<'a> Input<'a> {
         let mut slots = Vec::new();
         let mut aliases = Vec::new();
         let mut parents: Vec<DwTag> = Vec::new();
+        let mut values = Vec::new();
         let mut raw = self
             .current(index)?
             .entries_raw(None)
@@ -329,7 +330,11 @@ impl<'a> Input<'a> {
                     .map_err(|e| at.err(gimli_reason(e)))?;
                 is_type_tag(tag).then_some(None)
             } else {
-                let attrs = Attrs::read(&mut raw, specs).map_err(|e| at.err(gimli_reason(e)))?;
+                values.clear();
+                values.try_reserve(walk::WANTED)?;
+                let present = Attrs::read(&mut raw, specs, &mut values)
+                    .map_err(|e| at.err(gimli_reason(e)))?;
+                let attrs = Attrs::new(present, &values);
                 if let Some(signature) = attrs.get(A::Signature) {
                     // gcc's skeleton of a type that a type unit defines: it stands for that
                     // type.
@@ -447,7 +452,7 @@ impl<'a> Input<'a> {
     }
 
     /// The id of what the `DW_AT_type` of a DIE with `attrs` (in unit `unit`) refers to.
-    fn type_of(&self, unit: usize, attrs: &Attrs<'a>, at: At) -> Result<u32> {
+    fn type_of(&self, unit: usize, attrs: &Attrs<'_, 'a>, at: At) -> Result<u32> {
         let target = self.target_value(unit, attrs.get(A::Type), at)?;
         self.resolve(target, at)
     }

@@ -4,7 +4,7 @@
 //! `DECL_TAG`s for each function pahole encodes, as pahole 1.24's `btf_encoder.c` writes
 //! them. The ids are the first pass's, in `convert`; this file only fills their slots.
 
-use super::walk::{A, Attrs, Job, Node, children};
+use super::walk::{A, Attrs, Job, Nodes, children};
 use super::{
     At, DW_TAG_LLVM_ANNOTATION, INT_BOOL, INT_SIGNED, Input, MAX_ARRAY_DIMENSIONS, Output, Target,
     gimli_reason, numeric, plus_uconst,
@@ -22,12 +22,12 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        nodes: &[Node<'a>],
+        nodes: &Nodes<'a>,
         node: usize,
         id: u32,
         at: At,
     ) -> Result<()> {
-        let die = &nodes[node];
+        let die = nodes.get(node);
         let attrs = &die.attrs;
         let record = match die.tag {
             dw::DW_TAG_base_type => return self.base_type(out, unit, attrs, id, at),
@@ -66,7 +66,7 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        attrs: &Attrs<'a>,
+        attrs: &Attrs<'_, 'a>,
         id: u32,
         at: At,
     ) -> Result<()> {
@@ -111,12 +111,12 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        nodes: &[Node<'a>],
+        nodes: &Nodes<'a>,
         node: usize,
         id: u32,
         at: At,
     ) -> Result<()> {
-        let mut target = self.type_of(unit, &nodes[node].attrs, at)?;
+        let mut target = self.type_of(unit, &nodes.get(node).attrs, at)?;
         for (_, child) in children(nodes, node) {
             let Job::Type(tag_id) = child.job else {
                 continue;
@@ -139,7 +139,7 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        nodes: &[Node<'a>],
+        nodes: &Nodes<'a>,
         node: usize,
         target: u32,
         component: i32,
@@ -165,12 +165,12 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        nodes: &[Node<'a>],
+        nodes: &Nodes<'a>,
         node: usize,
         id: u32,
         at: At,
     ) -> Result<()> {
-        let die = &nodes[node];
+        let die = nodes.get(node);
         let union = die.tag == dw::DW_TAG_union_type;
         let kind = if union { Kind::Union } else { Kind::Struct };
         let name_off = self.intern_value(out, unit, die.attrs.get(A::Name), at)?;
@@ -235,7 +235,7 @@ impl<'a> Input<'a> {
     fn member_bit_offset(
         &self,
         unit: usize,
-        member: &Attrs<'a>,
+        member: &Attrs<'_, 'a>,
         bitfield_size: u64,
         little: bool,
         at: At,
@@ -271,7 +271,7 @@ impl<'a> Input<'a> {
     }
 
     /// The byte size of a bit-field's declared type, through typedefs and qualifiers.
-    fn storage_size(&self, unit: usize, member: &Attrs<'a>, at: At) -> Result<u64> {
+    fn storage_size(&self, unit: usize, member: &Attrs<'_, 'a>, at: At) -> Result<u64> {
         let mut target = self.target_value(unit, member.get(A::Type), at)?;
         for _ in 0..crate::btf::MAX_RESOLVE_DEPTH {
             let Target::Die { unit, offset } = target else {
@@ -308,12 +308,12 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        nodes: &[Node<'a>],
+        nodes: &Nodes<'a>,
         node: usize,
         id: u32,
         at: At,
     ) -> Result<()> {
-        let attrs = &nodes[node].attrs;
+        let attrs = &nodes.get(node).attrs;
         let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
         // pahole: a declaration (no size) is an `int`-sized enum without values.
         let size = match attrs.udata(A::ByteSize) {
@@ -375,12 +375,12 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        nodes: &[Node<'a>],
+        nodes: &Nodes<'a>,
         node: usize,
         id: u32,
         at: At,
     ) -> Result<()> {
-        let elem = self.type_of(unit, &nodes[node].attrs, at)?;
+        let elem = self.type_of(unit, &nodes.get(node).attrs, at)?;
         let mut nelems = 1u32;
         let mut dimensions = 0;
         for (_, subrange) in children(nodes, node) {
@@ -414,12 +414,12 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        nodes: &[Node<'a>],
+        nodes: &Nodes<'a>,
         node: usize,
         named: bool,
         at: At,
     ) -> Result<(Record, Vec<u32>)> {
-        let ret = self.type_of(unit, &nodes[node].attrs, at)?;
+        let ret = self.type_of(unit, &nodes.get(node).attrs, at)?;
         let mut words: Vec<u32> = Vec::new();
         let mut variadic = false;
         for (_, param) in children(nodes, node) {
@@ -452,11 +452,11 @@ impl<'a> Input<'a> {
         &self,
         out: &mut Output<'a, '_>,
         unit: usize,
-        nodes: &[Node<'a>],
+        nodes: &Nodes<'a>,
         node: usize,
         at: At,
     ) -> Result<()> {
-        let attrs = &nodes[node].attrs;
+        let attrs = &nodes.get(node).attrs;
         if attrs.flag(A::Declaration) {
             return Ok(());
         }

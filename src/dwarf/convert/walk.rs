@@ -33,7 +33,7 @@ pub(super) enum A {
     Signature,
 }
 
-const WANTED: usize = 14;
+pub(super) const WANTED: usize = 14;
 
 /// Where attribute `name` goes in [`Attrs`].
 fn wanted(name: DwAt) -> Option<usize> {
@@ -56,18 +56,25 @@ fn wanted(name: DwAt) -> Option<usize> {
     } as usize)
 }
 
-/// A DIE's attributes the records read: each the first of its name, as gimli's
-/// `attr_value` finds it.
+/// A DIE's attributes the records read, each the first of its name as gimli's `attr_value`
+/// finds it: which are present (bit `A as usize`), and their values in [`A`]'s order.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Attrs<'a>([Option<Value<'a>>; WANTED]);
+pub(super) struct Attrs<'n, 'a> {
+    present: u16,
+    values: &'n [Value<'a>],
+}
 
-impl<'a> Attrs<'a> {
-    /// Read the attributes `specs` of the DIE at `raw`, skipping the ones not wanted.
+impl<'n, 'a> Attrs<'n, 'a> {
+    /// Read the attributes `specs` of the DIE at `raw` into `values`, skipping the ones not
+    /// wanted: appended in [`A`]'s order, with room for [`WANTED`] more reserved by the
+    /// caller (so that nothing is allocated here). Returns which are present.
     pub(super) fn read(
         raw: &mut gimli::EntriesRaw<'_, '_, super::Reader<'a>>,
         specs: &[gimli::AttributeSpecification],
-    ) -> gimli::Result<Attrs<'a>> {
-        let mut attrs = Attrs([None; WANTED]);
+        values: &mut Vec<Value<'a>>,
+    ) -> gimli::Result<u16> {
+        let first = values.len();
+        let mut present = 0u16;
         let mut skipped = 0;
         for (i, spec) in specs.iter().enumerate() {
             let Some(slot) = wanted(spec.name()) else {
@@ -76,16 +83,32 @@ impl<'a> Attrs<'a> {
             raw.skip_attributes(&specs[skipped..i])?;
             skipped = i + 1;
             let attr = raw.read_attribute(*spec)?;
-            if attrs.0[slot].is_none() {
-                attrs.0[slot] = Some(attr.value());
+            let bit = 1u16 << slot;
+            if present & bit == 0 {
+                let at = first + (present & (bit - 1)).count_ones() as usize;
+                // Always true with the room reserved: a value is never allocated for here.
+                if values.len() < values.capacity() && at <= values.len() {
+                    values.insert(at, attr.value());
+                    present |= bit;
+                }
             }
         }
         raw.skip_attributes(&specs[skipped..])?;
-        Ok(attrs)
+        Ok(present)
+    }
+
+    /// The attributes `present` of [`Attrs::read`] read into `values`.
+    pub(super) fn new(present: u16, values: &'n [Value<'a>]) -> Attrs<'n, 'a> {
+        Attrs { present, values }
     }
 
     pub(super) fn get(&self, attr: A) -> Option<Value<'a>> {
-        self.0[attr as usize]
+        let bit = 1u16 << attr as u16;
+        if self.present & bit == 0 {
+            return None;
+        }
+        let index = (self.present & (bit - 1)).count_ones() as usize;
+        self.values.get(index).copied()
     }
 
     /// A constant attribute, as [`super::numeric`] reads it.
@@ -109,13 +132,15 @@ pub(super) enum Job {
     Function,
 }
 
-/// A kept DIE.
+/// A kept DIE; its attributes' values are in [`Nodes::values`].
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Node<'a> {
-    pub(super) tag: DwTag,
-    pub(super) offset: UnitOffset,
-    pub(super) job: Job,
-    pub(super) attrs: Attrs<'a>,
+struct Node {
+    tag: DwTag,
+    offset: UnitOffset,
+    job: Job,
+    /// Which attributes it has ([`Attrs`]), and where their values start.
+    present: u16,
+    first: u32,
     /// Index of its parent among the kept DIEs, if its parent is kept.
     parent: usize,
     /// One past the index of its last kept descendant.
@@ -124,19 +149,66 @@ pub(super) struct Node<'a> {
 
 const NO_PARENT: usize = usize::MAX;
 
-/// The kept children of kept DIE `nodes[index]`, each with its index.
+/// The kept DIEs, and the values of their attributes (only the ones present).
+#[derive(Debug, Default)]
+pub(super) struct Nodes<'a> {
+    list: Vec<Node>,
+    values: Vec<Value<'a>>,
+}
+
+/// A kept DIE as the records read it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Kept<'n, 'a> {
+    pub(super) tag: DwTag,
+    pub(super) offset: UnitOffset,
+    pub(super) job: Job,
+    pub(super) attrs: Attrs<'n, 'a>,
+}
+
+impl<'a> Nodes<'a> {
+    /// Kept DIE `index` (an empty one past the end).
+    pub(super) fn get(&self, index: usize) -> Kept<'_, 'a> {
+        match self.list.get(index) {
+            Some(node) => self.kept(node),
+            None => Kept {
+                tag: DwTag(0),
+                offset: UnitOffset(0),
+                job: Job::None,
+                attrs: Attrs::new(0, &[]),
+            },
+        }
+    }
+
+    fn kept(&self, node: &Node) -> Kept<'_, 'a> {
+        let values = self.values.get(node.first as usize..).unwrap_or(&[]);
+        Kept {
+            tag: node.tag,
+            offset: node.offset,
+            job: node.job,
+            attrs: Attrs::new(node.present, values),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.list.clear();
+        self.values.clear();
+    }
+}
+
+/// The kept children of kept DIE `index`, each with its index.
 pub(super) fn children<'n, 'a>(
-    nodes: &'n [Node<'a>],
+    nodes: &'n Nodes<'a>,
     index: usize,
-) -> impl Iterator<Item = (usize, &'n Node<'a>)> + 'n {
-    let end = nodes.get(index).map_or(0, |n| n.end);
+) -> impl Iterator<Item = (usize, Kept<'n, 'a>)> + 'n {
+    let end = nodes.list.get(index).map_or(0, |n| n.end);
     nodes
+        .list
         .get(index + 1..end)
         .unwrap_or(&[])
         .iter()
         .enumerate()
         .filter(move |(_, n)| n.parent == index)
-        .map(move |(i, n)| (index + 1 + i, n))
+        .map(move |(i, n)| (index + 1 + i, nodes.kept(n)))
 }
 
 /// Tags of the DIEs that records read below a kept DIE.
@@ -161,7 +233,7 @@ impl<'a> Input<'a> {
             unit: data.start,
             die: u64::MAX,
         };
-        let mut nodes: Vec<Node<'a>> = Vec::new();
+        let mut nodes = Nodes::default();
         // Kept DIEs with children the walk is inside of, innermost last: (index, depth).
         let mut open: Vec<(usize, isize)> = Vec::new();
         let mut slot = 0usize;
@@ -183,11 +255,11 @@ impl<'a> Input<'a> {
                 if open_depth < depth {
                     break;
                 }
-                nodes[open_index].end = nodes.len();
+                nodes.list[open_index].end = nodes.list.len();
                 open.pop();
             }
             // No kept DIE is open: the ones kept so far have all their children.
-            if open.is_empty() && !nodes.is_empty() {
+            if open.is_empty() && !nodes.list.is_empty() {
                 self.run(out, index, &nodes, at)?;
                 nodes.clear();
             }
@@ -213,16 +285,20 @@ impl<'a> Input<'a> {
                     .map_err(|e| at.err(gimli_reason(e)))?;
                 continue;
             }
-            let attrs =
-                Attrs::read(&mut raw, abbrev.attributes()).map_err(|e| at.err(gimli_reason(e)))?;
-            let kept = nodes.len();
+            let first = u32::try_from(nodes.values.len())
+                .map_err(|_| at.err("too many attributes in one type"))?;
+            nodes.values.try_reserve(WANTED)?;
+            let present = Attrs::read(&mut raw, abbrev.attributes(), &mut nodes.values)
+                .map_err(|e| at.err(gimli_reason(e)))?;
+            let kept = nodes.list.len();
             fallible::push(
-                &mut nodes,
+                &mut nodes.list,
                 Node {
                     tag,
                     offset,
                     job,
-                    attrs,
+                    present,
+                    first,
                     parent,
                     end: kept + 1,
                 },
@@ -232,15 +308,15 @@ impl<'a> Input<'a> {
             }
         }
         for (open_index, _) in open {
-            nodes[open_index].end = nodes.len();
+            nodes.list[open_index].end = nodes.list.len();
         }
         self.run(out, index, &nodes, at)
     }
 
     /// Convert the kept DIEs `nodes` of unit `unit`, in order.
-    fn run(&self, out: &mut Output<'a, '_>, unit: usize, nodes: &[Node<'a>], at: At) -> Result<()> {
+    fn run(&self, out: &mut Output<'a, '_>, unit: usize, nodes: &Nodes<'a>, at: At) -> Result<()> {
         let mut at = at;
-        for (i, node) in nodes.iter().enumerate() {
+        for (i, node) in nodes.list.iter().enumerate() {
             at.die = self.units[unit].start + node.offset.0 as u64;
             match node.job {
                 Job::Type(id) => self.convert_type(out, unit, nodes, i, id, at)?,
