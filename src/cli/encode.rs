@@ -23,7 +23,7 @@ pub struct EncodeArgs {
 pub fn run(args: &EncodeArgs) -> CliResult<ExitCode> {
     let started = Instant::now();
     let name = args.input.display();
-    let input = Input::open(&args.input)?;
+    let input = Input::open_kernel(&args.input)?;
     let btf = btfgen::dwarf::to_btf(&input).map_err(context(format!("{name}: DWARF")))?;
     let types = Btf::parse(&btf)
         .map_err(|e| CliError(format!("internal error: {name}: the converted BTF: {e}")))?

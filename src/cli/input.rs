@@ -51,6 +51,23 @@ impl Input {
         ))
     }
 
+    /// [`Input::open`] for a kernel input: an ELF file (a vmlinux, of which only `.BTF` or
+    /// the DWARF sections are read, often less than two thirds of the file) is mapped as
+    /// [`Input::open_parts`] maps it, so that the pages never read are never resident; raw BTF
+    /// (read whole) is mapped as [`Input::open`] maps it.
+    pub fn open_kernel(path: &Path) -> CliResult<Input> {
+        let mut magic = [0u8; 4];
+        let elf = std::fs::File::open(path)
+            .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+            .is_ok()
+            && magic == *b"\x7fELF";
+        if elf {
+            Self::open_parts(path)
+        } else {
+            Self::open(path)
+        }
+    }
+
     fn of(bytes: FileBytes) -> Input {
         match bytes {
             FileBytes::Read(bytes) => Input::Read(bytes),

@@ -153,7 +153,7 @@ impl TargetFiles {
         modules: &[PathBuf],
         force_dwarf: bool,
     ) -> CliResult<Self> {
-        let load = |p: &Path| Ok::<_, CliError>((p.display().to_string(), Input::open(p)?));
+        let load = |p: &Path| Ok::<_, CliError>((p.display().to_string(), Input::open_kernel(p)?));
         let (name, file) = load(main)?;
         let (main, dwarf_file) = match btfgen::dwarf::btf_for_input(&file, force_dwarf)
             .map_err(context(format!("{name}: DWARF")))?
