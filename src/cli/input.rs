@@ -56,10 +56,12 @@ impl Input {
     /// [`Input::open_parts`] maps it, so that the pages never read are never resident; raw BTF
     /// (read whole) is mapped as [`Input::open`] maps it.
     pub fn open_kernel(path: &Path) -> CliResult<Input> {
+        // Only a regular file is peeked at: reading a pipe's first bytes would consume them.
         let mut magic = [0u8; 4];
-        let elf = std::fs::File::open(path)
-            .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
-            .is_ok()
+        let elf = std::fs::metadata(path).is_ok_and(|meta| meta.is_file())
+            && std::fs::File::open(path)
+                .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+                .is_ok()
             && magic == *b"\x7fELF";
         if elf {
             Self::open_parts(path)
@@ -214,6 +216,14 @@ mod tests {
             move || std::fs::write(fifo, b"piped").unwrap()
         });
         assert!(matches!(Input::open(&fifo).unwrap(), Input::Read(v) if v == b"piped"));
+        writer.join().unwrap();
+        // A kernel input from a pipe: read whole, its first bytes not consumed by the peek.
+        let writer = std::thread::spawn({
+            let fifo = fifo.clone();
+            move || std::fs::write(fifo, b"\x7fELF piped").unwrap()
+        });
+        let input = Input::open_kernel(&fifo).unwrap();
+        assert!(matches!(input, Input::Read(v) if v == b"\x7fELF piped"));
         writer.join().unwrap();
         std::fs::remove_dir_all(dir).unwrap();
     }
