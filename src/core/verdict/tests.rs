@@ -377,11 +377,10 @@ fn a_write_at_an_unknown_stack_offset_forgets_the_frame() {
     assert_eq!(reached(&run(&known)), [] as [u32; 0]);
 }
 
-#[test]
-fn poison_in_a_stack_pointer_argument_written_by_a_callee() {
-    // main: *(u64 *)(fp - 8) = 0; r1 = fp - 8; call sub; r1 = *(fp - 8); if r1 == 0 goto +1;
-    // poison; exit.  sub writes 1 through its argument, so the poison is reached.
-    let p = [
+/// main: *(u64 *)(fp - 8) = 0; r1 = fp - 8; call sub; r1 = *(fp - 8); if r1 == 0 goto +1;
+/// poison; exit.  sub writes 1 through its argument, so the poison (at 6) is reached.
+fn written_by_callee() -> [Insn; 12] {
+    [
         insn(0x7a, 10, 0, -8, 0),
         mov64_reg(1, 10),
         insn(0x07, 1, 0, 0, -8),
@@ -394,17 +393,26 @@ fn poison_in_a_stack_pointer_argument_written_by_a_callee() {
         insn(0x7a, 1, 0, 0, 1), // *(u64 *)(r1 + 0) = 1
         mov64(0, 0),
         exit(),
-    ];
-    assert_eq!(reached(&run(&p)), [6]);
+    ]
+}
+
+/// 0: r1 = 4; 1-2: r2 = &callback (ld_imm64 src_reg 4, at 1 + 4 + 1 = 6); 3: bpf_loop;
+/// 4: r0 = 0; 5: exit; 6: poison (the callback); 7: exit.
+fn poison_in_callback() -> Vec<Insn> {
+    let mut p = vec![mov64(1, 4)];
+    p.extend(ld_imm64(2, 4, 4));
+    p.extend([helper(181), mov64(0, 0), exit(), poison(), exit()]);
+    p
+}
+
+#[test]
+fn poison_in_a_stack_pointer_argument_written_by_a_callee() {
+    assert_eq!(reached(&run(&written_by_callee())), [6]);
 }
 
 #[test]
 fn callbacks_are_explored() {
-    // 0: r1 = 4; 1-2: r2 = &callback (ld_imm64 src_reg 4, at 1 + 4 + 1 = 6); 3: bpf_loop;
-    // 4: r0 = 0; 5: exit; 6: poison (the callback); 7: exit.
-    let mut p = vec![mov64(1, 4)];
-    p.extend(ld_imm64(2, 4, 4));
-    p.extend([helper(181), mov64(0, 0), exit(), poison(), exit()]);
+    let mut p = poison_in_callback();
     assert_eq!(reached(&run(&p)), [6]);
     // Without the callback address nothing reaches the poison.
     p[1] = mov64(2, 0);
@@ -679,23 +687,6 @@ fn only_blocks_that_lead_to_a_poison_are_evaluated() {
         );
         assert_eq!(reached(&run(&p)), expected);
     }
-    let written = [
-        insn(0x7a, 10, 0, -8, 0),
-        mov64_reg(1, 10),
-        insn(0x07, 1, 0, 0, -8),
-        call(5),
-        insn(0x79, 1, 10, -8, 0),
-        insn(0x15, 1, 0, 1, 0),
-        poison(),
-        mov64(0, 0),
-        exit(),
-        insn(0x7a, 1, 0, 0, 1),
-        mov64(0, 0),
-        exit(),
-    ];
-    assert_eq!(reached(&run_relevant(&written)), [6]);
-    let mut callback = vec![mov64(1, 4)];
-    callback.extend(ld_imm64(2, 4, 4));
-    callback.extend([helper(181), mov64(0, 0), exit(), poison(), exit()]);
-    assert_eq!(reached(&run_relevant(&callback)), [6]);
+    assert_eq!(reached(&run_relevant(&written_by_callee())), [6]);
+    assert_eq!(reached(&run_relevant(&poison_in_callback())), [6]);
 }
