@@ -49,32 +49,16 @@ pub(super) fn relevant(insns: &[Insn]) -> Result<Vec<bool>> {
     starts.extend(references.iter().map(|&(start, _)| start));
     starts.sort_unstable();
     starts.dedup();
-    // Nodes: one per instruction, then one per sub-program standing for all its exits, so
-    // that exits × references does not become edges × edges.
-    let function_of = |pc: u32| starts.partition_point(|&s| s <= pc).saturating_sub(1);
-    let node_count = len + starts.len();
-    let for_each_edge = |edge: &mut dyn FnMut(u32, u32)| {
-        for (pc, insn) in insns.iter().enumerate() {
-            let pc = pc as u32;
-            for to in successors(insns, pc).into_iter().flatten() {
-                if (to as usize) < len {
-                    edge(pc, to);
-                }
-            }
-            if insn.code == EXIT {
-                edge(pc, (len + function_of(pc)) as u32);
-            }
-        }
-        for &(start, after) in &references {
-            if (after as usize) < len {
-                edge((len + function_of(start)) as u32, after);
-            }
-        }
+    let graph = Graph {
+        insns,
+        starts: &starts,
+        references: &references,
     };
+    let node_count = len + starts.len();
     // Predecessor lists in one array, by destination (counted, then filled), for the walk.
     let mut first: Vec<u32> = fallible::vec_with_capacity(node_count + 1)?;
     first.resize(node_count + 1, 0);
-    for_each_edge(&mut |_, to| first[to as usize + 1] += 1);
+    graph.edges(|_, to| first[to as usize + 1] += 1);
     for i in 1..first.len() {
         first[i] += first[i - 1];
     }
@@ -82,7 +66,7 @@ pub(super) fn relevant(insns: &[Insn]) -> Result<Vec<bool>> {
     let edges = first.last().copied().unwrap_or(0) as usize;
     let mut preds: Vec<u32> = fallible::vec_with_capacity(edges)?;
     preds.resize(edges, 0);
-    for_each_edge(&mut |from, to| {
+    graph.edges(|from, to| {
         let slot = &mut fill[to as usize];
         preds[*slot as usize] = from;
         *slot += 1;
@@ -107,4 +91,43 @@ pub(super) fn relevant(insns: &[Insn]) -> Result<Vec<bool>> {
     }
     marked.truncate(len);
     Ok(marked)
+}
+
+/// The static flow: one node per instruction, then one per sub-program standing for all its
+/// exits, so that exits × references do not become edges × edges.
+struct Graph<'g> {
+    insns: &'g [Insn],
+    /// First instructions of the main program (0) and of every sub-program, sorted.
+    starts: &'g [u32],
+    /// (sub-program, where the referring code goes on) for every call and callback reference.
+    references: &'g [(u32, u32)],
+}
+
+impl Graph<'_> {
+    /// The node standing for the exits of the function holding instruction `pc`.
+    fn exits_of(&self, pc: u32) -> u32 {
+        let function = self.starts.partition_point(|&s| s <= pc).saturating_sub(1);
+        (self.insns.len() + function) as u32
+    }
+
+    /// Call `edge(from, to)` for every edge.
+    fn edges(&self, mut edge: impl FnMut(u32, u32)) {
+        let len = self.insns.len();
+        for (pc, insn) in self.insns.iter().enumerate() {
+            let pc = pc as u32;
+            for to in successors(self.insns, pc).into_iter().flatten() {
+                if (to as usize) < len {
+                    edge(pc, to);
+                }
+            }
+            if insn.code == EXIT {
+                edge(pc, self.exits_of(pc));
+            }
+        }
+        for &(start, after) in self.references {
+            if (after as usize) < len {
+                edge(self.exits_of(start), after);
+            }
+        }
+    }
 }
