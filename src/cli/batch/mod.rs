@@ -201,10 +201,15 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
     let objects = parse_objects(&files)?;
     // What every kernel's parse must find for them: the same for all kernels.
     let plan = scan_plan(objects.iter().map(|o| (o.name, &o.object, &o.btf)))?;
-    let object_hashes: Vec<(String, String)> = files
-        .iter()
-        .map(|(name, data)| (name.clone(), dedup::sha256_hex(data)))
-        .collect();
+    // Only the index (and --resume's journal, by the run key) names the objects by hash.
+    let object_hashes: Vec<(String, String)> = if args.keeps_index() {
+        files
+            .iter()
+            .map(|(name, data)| (name.clone(), dedup::sha256_hex(data)))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let hashes: Vec<String> = object_hashes.iter().map(|(_, h)| h.clone()).collect();
     let run_key = dedup::run_key(&hashes, args.dedup);
 
