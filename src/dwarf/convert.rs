@@ -73,6 +73,28 @@ struct At {
     die: u64,
 }
 
+/// The next DIE of a raw walk over the unit starting at `unit_start`: its depth, offset and
+/// abbreviation, with `at` pointed at it and its attributes next in `raw`; `None` at the
+/// unit's end. Null entries (the ends of sibling lists) are passed over.
+fn next_die<'abbrev>(
+    raw: &mut gimli::EntriesRaw<'abbrev, '_, Reader<'_>>,
+    at: &mut At,
+    unit_start: u64,
+) -> Result<Option<(isize, UnitOffset, &'abbrev gimli::Abbreviation)>> {
+    while !raw.is_empty() {
+        let depth = raw.next_depth();
+        let offset = raw.next_offset();
+        at.die = unit_start + offset.0 as u64;
+        if let Some(abbrev) = raw
+            .read_abbreviation()
+            .map_err(|e| at.err(gimli_reason(e)))?
+        {
+            return Ok(Some((depth, offset, abbrev)));
+        }
+    }
+    Ok(None)
+}
+
 impl At {
     fn err(self, reason: &'static str) -> Error {
         Error::BadDwarf {
@@ -307,16 +329,7 @@ impl<'a> Input<'a> {
             .current(index)?
             .entries_raw(None)
             .map_err(|e| at.err(gimli_reason(e)))?;
-        while !raw.is_empty() {
-            let depth = raw.next_depth();
-            let offset = raw.next_offset();
-            at.die = data.start + offset.0 as u64;
-            let Some(abbrev) = raw
-                .read_abbreviation()
-                .map_err(|e| at.err(gimli_reason(e)))?
-            else {
-                continue;
-            };
+        while let Some((depth, offset, abbrev)) = next_die(&mut raw, &mut at, data.start)? {
             let level = usize::try_from(depth).map_err(|_| at.err("DIE tree depth below 0"))?;
             parents.truncate(level);
             let parent = parents.last().copied();

@@ -6,7 +6,7 @@
 //! converted together, in DFS order (the order the records, extra records and names are
 //! written in), whenever the walk is inside none of them.
 
-use super::{ALIAS, At, DW_TAG_LLVM_ANNOTATION, Input, Output, gimli_reason};
+use super::{ALIAS, At, DW_TAG_LLVM_ANNOTATION, Input, Output, gimli_reason, next_die};
 use crate::error::Result;
 use crate::fallible;
 use alloc::vec::Vec;
@@ -241,16 +241,7 @@ impl<'a> Input<'a> {
             .current(index)?
             .entries_raw(None)
             .map_err(|e| at.err(gimli_reason(e)))?;
-        while !raw.is_empty() {
-            let depth = raw.next_depth();
-            let offset = raw.next_offset();
-            at.die = data.start + offset.0 as u64;
-            let Some(abbrev) = raw
-                .read_abbreviation()
-                .map_err(|e| at.err(gimli_reason(e)))?
-            else {
-                continue;
-            };
+        while let Some((depth, offset, abbrev)) = next_die(&mut raw, &mut at, data.start)? {
             while let Some(&(open_index, open_depth)) = open.last() {
                 if open_depth < depth {
                     break;
