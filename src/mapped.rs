@@ -55,7 +55,7 @@ use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, Once, OnceLock};
 
@@ -87,20 +87,36 @@ impl FileBytes {
     /// Map (or read) the file at `path`. A directory is `EISDIR`; running out of memory is
     /// [`io::ErrorKind::OutOfMemory`]; other failures are the failing system call's.
     pub fn open(path: &Path) -> io::Result<FileBytes> {
-        Self::open_as(path, Access::Whole)
+        Self::open_as(path, |_| Access::Whole)
     }
 
     /// [`FileBytes::open`] for a file of which only some parts are read, such as a BPF
     /// object's sections next to its DWARF: its pages are mapped as they are first read, not
     /// all at open, and an unread part costs nothing.
     pub fn open_parts(path: &Path) -> io::Result<FileBytes> {
-        Self::open_as(path, Access::Parts)
+        Self::open_as(path, |_| Access::Parts)
     }
 
-    fn open_as(path: &Path, access: Access) -> io::Result<FileBytes> {
+    /// [`FileBytes::open`] for a kernel input: an ELF file (a vmlinux, of which only `.BTF` or
+    /// the DWARF sections are read, often less than two thirds of the file) is mapped as
+    /// [`FileBytes::open_parts`] maps it, raw BTF (read whole) as [`FileBytes::open`]; told
+    /// apart by the file's first bytes, read in place (a pipe is read, never peeked at).
+    pub fn open_kernel(path: &Path) -> io::Result<FileBytes> {
+        Self::open_as(path, |file| {
+            let mut magic = [0u8; 4];
+            match file.read_exact_at(&mut magic, 0) {
+                Ok(()) if magic == *b"\x7fELF" => Access::Parts,
+                _ => Access::Whole,
+            }
+        })
+    }
+
+    /// Map (or read) `path`; a regular file is mapped for the access `access` says of it.
+    fn open_as(path: &Path, access: impl FnOnce(&File) -> Access) -> io::Result<FileBytes> {
         let file = open_file(path)?;
         let meta = file.metadata()?;
         let file = if meta.is_file() && meta.len() > 0 {
+            let access = access(&file);
             match GuardedMap::new(path, file, &meta, access)? {
                 Ok(guarded) => return Ok(FileBytes::Mapped(guarded)),
                 Err(file) => file,

@@ -35,39 +35,22 @@ impl Deref for Input {
 }
 
 impl Input {
-    /// Map (or read) `path`, naming it in the error.
-    pub fn open(path: &Path) -> CliResult<Input> {
-        Ok(Self::of(
-            FileBytes::open(path).map_err(context(path.display()))?,
-        ))
-    }
-
-    /// [`Input::open`] for a file of which only some parts are read: a BPF object, whose
-    /// sections the run reads and whose DWARF (often most of the file) it does not
-    /// ([`FileBytes::open_parts`]).
+    /// Map (or read) `path`, naming it in the error, for a file of which only some parts are
+    /// read: a BPF object, whose sections the run reads and whose DWARF (often most of the
+    /// file) it does not ([`FileBytes::open_parts`]).
     pub fn open_parts(path: &Path) -> CliResult<Input> {
         Ok(Self::of(
             FileBytes::open_parts(path).map_err(context(path.display()))?,
         ))
     }
 
-    /// [`Input::open`] for a kernel input: an ELF file (a vmlinux, of which only `.BTF` or
-    /// the DWARF sections are read, often less than two thirds of the file) is mapped as
-    /// [`Input::open_parts`] maps it, so that the pages never read are never resident; raw BTF
-    /// (read whole) is mapped as [`Input::open`] maps it.
+    /// Map (or read) a kernel input, naming it in the error: an ELF file as
+    /// [`Input::open_parts`] maps it, raw BTF (read whole) populated at once
+    /// ([`FileBytes::open_kernel`]).
     pub fn open_kernel(path: &Path) -> CliResult<Input> {
-        // Only a regular file is peeked at: reading a pipe's first bytes would consume them.
-        let mut magic = [0u8; 4];
-        let elf = std::fs::metadata(path).is_ok_and(|meta| meta.is_file())
-            && std::fs::File::open(path)
-                .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
-                .is_ok()
-            && magic == *b"\x7fELF";
-        if elf {
-            Self::open_parts(path)
-        } else {
-            Self::open(path)
-        }
+        Ok(Self::of(
+            FileBytes::open_kernel(path).map_err(context(path.display()))?,
+        ))
     }
 
     fn of(bytes: FileBytes) -> Input {
@@ -121,7 +104,7 @@ mod tests {
         let _serial = serial();
         let dir = temp_dir("intact");
         let (path, bytes) = file_of_pages(&dir, 3);
-        let input = Input::open(&path).unwrap();
+        let input = Input::open_kernel(&path).unwrap();
         assert!(matches!(input, Input::Mapped(_)));
         assert_eq!(&input[..], &bytes[..]);
         check_inputs().unwrap();
@@ -135,7 +118,7 @@ mod tests {
         let dir = temp_dir("truncated");
         let (path, bytes) = file_of_pages(&dir, 4);
         let page = bytes.len() / 4;
-        let input = Input::open(&path).unwrap();
+        let input = Input::open_kernel(&path).unwrap();
         assert!(matches!(input, Input::Mapped(_)));
         // Cut it to one page and a half while mapped: pages 3 and 4 are past the end.
         File::options()
@@ -165,7 +148,7 @@ mod tests {
         let _serial = serial();
         let dir = temp_dir("written");
         let (path, _) = file_of_pages(&dir, 2);
-        let input = Input::open(&path).unwrap();
+        let input = Input::open_kernel(&path).unwrap();
         // The same size, other bytes: only the times tell.
         std::thread::sleep(std::time::Duration::from_millis(20));
         File::options()
@@ -190,7 +173,7 @@ mod tests {
         let _serial = serial();
         let dir = temp_dir("replaced");
         let (path, bytes) = file_of_pages(&dir, 2);
-        let input = Input::open(&path).unwrap();
+        let input = Input::open_kernel(&path).unwrap();
         let other = dir.join("other.btf");
         std::fs::write(&other, b"new contents").unwrap();
         std::fs::rename(&other, &path).unwrap();
@@ -206,7 +189,7 @@ mod tests {
         let dir = temp_dir("read");
         let path = dir.join("empty.btf");
         std::fs::write(&path, b"").unwrap();
-        assert!(matches!(Input::open(&path).unwrap(), Input::Read(v) if v.is_empty()));
+        assert!(matches!(Input::open_kernel(&path).unwrap(), Input::Read(v) if v.is_empty()));
         let fifo = dir.join("fifo");
         let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path.
@@ -215,7 +198,7 @@ mod tests {
             let fifo = fifo.clone();
             move || std::fs::write(fifo, b"piped").unwrap()
         });
-        assert!(matches!(Input::open(&fifo).unwrap(), Input::Read(v) if v == b"piped"));
+        assert!(matches!(Input::open_kernel(&fifo).unwrap(), Input::Read(v) if v == b"piped"));
         writer.join().unwrap();
         // A kernel input from a pipe: read whole, its first bytes not consumed by the peek.
         let writer = std::thread::spawn({

@@ -50,11 +50,11 @@ pub(super) fn read(path: &Path) -> Result<Vec<u8>, Errno> {
     ))
 }
 
-/// The file at `path`, mapped when it is a regular file, read otherwise
-/// ([`crate::mapped::FileBytes::open`]): for target BTFs, which a session only reads. Errors as
-/// [`read`].
+/// The file at `path`, mapped when it is a regular file, read otherwise, as the command maps
+/// its kernel inputs ([`crate::mapped::FileBytes::open_kernel`]: an ELF file's pages as they
+/// are read): for target BTFs, which a session only reads. Errors as [`read`].
 pub(super) fn open_input(path: &Path) -> Result<FileBytes, Errno> {
-    FileBytes::open(path).map_err(super::print::warn_rejected(
+    FileBytes::open_kernel(path).map_err(super::print::warn_rejected(
         "failed to read",
         &path.display(),
     ))
@@ -67,6 +67,15 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Errno> {
         return Err(Errno::INVAL);
     }
     crate::fs::write_atomic(path, bytes, crate::fs::Durability::Synced).map_err(Errno::from)
+}
+
+/// `Ok` if the input `bytes` is still what was opened ([`FileBytes::check`]); else the change
+/// is logged as a rejected input and the error is `EIO`, as the session's own inputs fail.
+pub(super) fn check_unchanged(bytes: &FileBytes) -> Result<(), Errno> {
+    bytes.check().map_err(|changed| {
+        crate::log::bad_input("failed to read", &changed.path, &changed.reason());
+        Errno(libc::EIO)
+    })
 }
 
 #[cfg(test)]

@@ -312,10 +312,7 @@ fn converted_input(bytes: FileBytes, path: &std::path::Path) -> Result<FileBytes
         return Ok(bytes);
     };
     // Read while mapped: a truncation or rewrite meanwhile shows only now.
-    if let Err(changed) = bytes.check() {
-        crate::log::bad_input("failed to read", &changed.path, &changed.reason());
-        return Err(Errno(libc::EIO));
-    }
+    files::check_unchanged(&bytes)?;
     Ok(FileBytes::Read(btf))
 }
 

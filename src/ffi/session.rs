@@ -166,14 +166,9 @@ impl Session {
     /// BTF file with `-EIO`: what was computed from it may mix old and new bytes, or have
     /// failed on the zeros a truncation leaves.
     fn check_inputs(&self) -> core::result::Result<(), Errno> {
-        let inputs = core::iter::once(&self.main_bytes).chain(&self.module_bytes);
-        for input in inputs {
-            if let Err(changed) = input.get().check() {
-                crate::log::bad_input("failed to read", &changed.path, &changed.reason());
-                return Err(Errno(libc::EIO));
-            }
-        }
-        Ok(())
+        core::iter::once(&self.main_bytes)
+            .chain(&self.module_bytes)
+            .try_for_each(|input| super::files::check_unchanged(input.get()))
     }
 }
 
