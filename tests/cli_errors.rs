@@ -188,6 +188,34 @@ fn min_core_btf_unwritable_output_leaves_nothing() {
 }
 
 #[test]
+fn min_core_btf_names_the_first_bad_object() {
+    // The objects are parsed on two threads; the error must still be the first bad object's
+    // in argument order, whichever thread reaches which first.
+    let target = data("targets/btf__fields.btf");
+    let good = data("progs/fields.bpf.o");
+    let tmp = TempDir::new("min_core_btf_first_bad");
+    let dir = &tmp.0;
+    let inputs = bad_inputs(dir);
+    let bad = |label: &str| inputs.iter().find(|(l, _)| *l == label).unwrap().1.clone();
+    let (first, second) = (bad("truncated"), bad("garbage"));
+    let output = dir.join("min.btf");
+    let mut args = vec![PathBuf::from("min-core-btf"), target, output.clone()];
+    args.extend(std::iter::repeat_n(good.clone(), 12));
+    args.push(first.clone());
+    args.extend(std::iter::repeat_n(good, 3));
+    args.push(second.clone());
+    let argv: Vec<&Path> = args.iter().map(PathBuf::as_path).collect();
+    for round in 0..8 {
+        let line = fails(&format!("round {round}"), &argv, &first);
+        assert!(
+            !line.contains(&second.display().to_string()),
+            "round {round}: {line}"
+        );
+        assert!(!output.exists());
+    }
+}
+
+#[test]
 fn min_core_btf_success_leaves_only_the_output() {
     // The same harness on a good run, so the failure checks above are checking something.
     let tmp = TempDir::new("min_core_btf_ok");

@@ -50,33 +50,28 @@ pub(super) fn find_long_type(btf: &Btf<'_>) -> Result<Option<u32>> {
 /// Validate every type this BTF defines; returns the first 4- or 8-byte integer named like
 /// `long` (which fixes the pointer size), found on the way.
 pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
+    let start = btf.start_id();
     let mut long_type = btf.base().and_then(|b| b.long_type_id());
-    // Cycle-search state per type; types without value edges start finished.
-    let mut colour: Vec<u8> =
-        fallible::vec_with_capacity((btf.type_cnt() - btf.start_id()) as usize)?;
-    for (id, (offset, entry)) in (btf.start_id()..).zip(btf.records()) {
+    let mut graph = ValueGraph {
+        ends: fallible::vec_with_capacity((btf.type_cnt() - start) as usize)?,
+        edges: Vec::new(),
+    };
+    for (id, (offset, entry)) in (start..).zip(btf.records()) {
         // A type of a kind btfgen does not know is only stepped over; nothing may refer to it.
-        let ty = match entry? {
-            Entry::Type(ty) => ty,
-            Entry::Unknown(_) => {
-                colour.push(BLACK);
-                continue;
+        if let Entry::Type(ty) = entry? {
+            check_type(btf, &ty, offset)?;
+            if long_type.is_none()
+                && let TypeKind::Int { size: 4 | 8, .. } = ty.kind
+                && LONG_NAMES.contains(&btf.name(ty.name_off)?)
+            {
+                long_type = Some(id);
             }
-        };
-        check_type(btf, &ty, offset)?;
-        if long_type.is_none()
-            && let TypeKind::Int { size: 4 | 8, .. } = ty.kind
-            && LONG_NAMES.contains(&btf.name(ty.name_off)?)
-        {
-            long_type = Some(id);
+            graph.add_edges(&ty, start)?;
         }
-        colour.push(if value_edge(&ty, 0).is_none() {
-            BLACK
-        } else {
-            WHITE
-        });
+        // Within `ends`' capacity: one entry per own type.
+        graph.ends.push(graph.edges.len() as u32);
     }
-    check_cycles(btf, &mut colour)?;
+    graph.check_cycles(start)?;
     Ok(long_type)
 }
 
@@ -271,56 +266,77 @@ pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>, record: usize) -> Result<
     Ok(())
 }
 
-/// Edge `index` of the edges that must not form a cycle: every reference but a pointer's (a
-/// struct may point to itself).
-fn value_edge(ty: &Type<'_>, index: usize) -> Option<u32> {
-    match ty.kind {
-        TypeKind::Ptr(_) => None,
-        _ => ty.referenced_id(index),
-    }
-}
-
 const WHITE: u8 = 0;
 const GREY: u8 = 1;
 const BLACK: u8 = 2;
 
-/// Iterative three-colour DFS over value edges of this BTF's own types (base types were checked
-/// when the base was parsed, and cannot refer back into split types). `colour` holds one entry
-/// per own type, leaves already BLACK, so each remaining type is decoded once and each edge
-/// followed once.
-fn check_cycles(btf: &Btf<'_>, colour: &mut [u8]) -> Result<()> {
-    let start = btf.start_id();
-    // (type, index of the next edge to follow)
-    let mut stack: Vec<(Type<'_>, usize)> = Vec::new();
-    for root in start..btf.type_cnt() {
-        if colour[(root - start) as usize] != WHITE {
-            continue;
+/// The edges that must not form a cycle (every reference but a pointer's: a struct may point
+/// to itself) between this BTF's own types (base types were checked when the base was parsed,
+/// and cannot refer back into split types), gathered while each type is decoded for its
+/// checks so the cycle search decodes nothing again: own type `start + i`'s targets, as
+/// indexes from `start`, are `edges[ends[i - 1]..ends[i]]`.
+struct ValueGraph {
+    ends: Vec<u32>,
+    edges: Vec<u32>,
+}
+
+impl ValueGraph {
+    fn add_edges(&mut self, ty: &Type<'_>, start: u32) -> Result<()> {
+        if matches!(ty.kind, TypeKind::Ptr(_)) {
+            return Ok(());
         }
-        fallible::push(&mut stack, (btf.type_by_id(root)?, 0))?;
-        colour[(root - start) as usize] = GREY;
-        while let Some((ty, next)) = stack.last_mut() {
-            let edge = value_edge(ty, *next);
-            *next += 1;
-            match edge {
-                None => {
-                    colour[(ty.id - start) as usize] = BLACK;
+        self.edges.try_reserve(ty.referenced_count())?;
+        // Within the reservation: no reallocation.
+        self.edges.extend(
+            ty.referenced_ids()
+                .filter(|&target| target >= start)
+                .map(|target| target - start),
+        );
+        Ok(())
+    }
+
+    fn targets(&self, node: usize) -> core::ops::Range<usize> {
+        let begin = node.checked_sub(1).map_or(0, |prev| self.ends[prev]);
+        begin as usize..self.ends[node] as usize
+    }
+
+    /// Iterative three-colour DFS: each type entered once, each edge followed once.
+    fn check_cycles(&self, start: u32) -> Result<()> {
+        let mut colour: Vec<u8> = fallible::vec_with_capacity(self.ends.len())?;
+        colour.resize(self.ends.len(), WHITE);
+        // (type, position of its next edge in `edges`, end of its edges)
+        let mut stack: Vec<(usize, usize, usize)> = Vec::new();
+        for root in 0..self.ends.len() {
+            if colour[root] != WHITE {
+                continue;
+            }
+            colour[root] = GREY;
+            let edges = self.targets(root);
+            fallible::push(&mut stack, (root, edges.start, edges.end))?;
+            while let Some((node, next, end)) = stack.last_mut() {
+                if next == end {
+                    colour[*node] = BLACK;
                     stack.pop();
+                    continue;
                 }
-                Some(target) if target >= start => {
-                    let slot = &mut colour[(target - start) as usize];
-                    match *slot {
-                        WHITE => {
-                            *slot = GREY;
-                            let target_type = btf.type_by_id(target)?;
-                            fallible::push(&mut stack, (target_type, 0))?;
-                        }
-                        GREY => return Err(bad(target, "reference cycle not through a pointer")),
-                        _ => {}
+                let target = self.edges[*next] as usize;
+                *next += 1;
+                match colour[target] {
+                    WHITE => {
+                        colour[target] = GREY;
+                        let edges = self.targets(target);
+                        fallible::push(&mut stack, (target, edges.start, edges.end))?;
                     }
+                    GREY => {
+                        return Err(bad(
+                            start + target as u32,
+                            "reference cycle not through a pointer",
+                        ));
+                    }
+                    _ => {}
                 }
-                Some(_) => {}
             }
         }
+        Ok(())
     }
-    Ok(())
 }

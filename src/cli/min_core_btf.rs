@@ -3,7 +3,7 @@
 //! and the example object the repo ships, writing `min.btf`.
 
 use super::modules::ModuleArgs;
-use super::objects::{LocalObject, parse_objects};
+use super::objects::{LocalObject, parse_objects_beside};
 use super::verdicts::{KernelVerdicts, VerdictCounts};
 use super::{CliError, CliResult, Input, TargetFiles, context, report, scan_plan, write_atomic};
 use btfgen::core::CandidateIndex;
@@ -105,24 +105,28 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     for path in &args.objects {
         objects.push((path.display().to_string(), Input::open_parts(path)?));
     }
-    let embedded = args.input.is_none() && !input.exists();
-    let (files, dir_modules) = if embedded {
-        eprintln!(
-            "btfgen: {} not found; using the example kernel BTF {EXAMPLE_KERNEL_NAME}",
-            input.display()
-        );
-        let files = TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF);
-        (files, Vec::new())
-    } else {
-        let files = TargetFiles::read_with(
-            &input,
-            args.base_btf.as_deref(),
-            &args.module_btf,
-            args.from_dwarf,
-        )?;
-        (files, args.modules.module_btfs(&input)?)
-    };
-    let parsed = parse_objects(&objects)?;
+    // The kernel's BTF is read while the objects are parsed.
+    let (read, parsed) = parse_objects_beside(&objects, || -> CliResult<_> {
+        let embedded = args.input.is_none() && !input.exists();
+        Ok(if embedded {
+            eprintln!(
+                "btfgen: {} not found; using the example kernel BTF {EXAMPLE_KERNEL_NAME}",
+                input.display()
+            );
+            let files = TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF);
+            (files, Vec::new())
+        } else {
+            let files = TargetFiles::read_with(
+                &input,
+                args.base_btf.as_deref(),
+                &args.module_btf,
+                args.from_dwarf,
+            )?;
+            (files, args.modules.module_btfs(&input)?)
+        })
+    });
+    let (files, dir_modules) = read?;
+    let parsed = parsed?;
     // The objects' type names are known before the targets are parsed, so each target's parse
     // finds their candidates in the same pass.
     let plan = scan_plan(parsed.iter().map(|o| (o.name, &o.object, &o.btf)))?;

@@ -4,6 +4,8 @@
 use super::{CliError, CliResult, context};
 use btfgen::btf::Btf;
 use btfgen::object::BpfObject;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One object, parsed.
 pub struct LocalObject<'a> {
@@ -24,6 +26,52 @@ where
         .iter()
         .map(|(name, data)| parse_object(name, data))
         .collect()
+}
+
+/// [`parse_objects`] on both cores, beside `first` (the caller's other start-up work, such as
+/// reading the kernel's BTF): a helper thread starts on the objects while this one runs
+/// `first`, then both take objects from one queue. Validating the objects' `.BTF` whole is
+/// most of a many-object run's start-up. The result is one thread's: `first`'s, and the first
+/// object that fails is the error. If no thread can be started, all runs on this one.
+pub fn parse_objects_beside<'a, D, T>(
+    files: &'a [(String, D)],
+    first: impl FnOnce() -> T,
+) -> (T, CliResult<Vec<LocalObject<'a>>>)
+where
+    D: std::ops::Deref<Target = [u8]> + Sync,
+{
+    let next = AtomicUsize::new(0);
+    let parsed: Vec<OnceLock<CliResult<LocalObject<'a>>>> =
+        files.iter().map(|_| OnceLock::new()).collect();
+    let take = || {
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some((name, data)) = files.get(index) else {
+                break;
+            };
+            // Each index is taken once, so each cell is set once.
+            let _ = parsed[index].set(parse_object(name, data));
+        }
+    };
+    let first = std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new().spawn_scoped(scope, take);
+        let first = first();
+        take();
+        if let Ok(helper) = helper
+            && let Err(panic) = helper.join()
+        {
+            std::panic::resume_unwind(panic);
+        }
+        first
+    });
+    let objects = parsed
+        .into_iter()
+        .map(|cell| {
+            cell.into_inner()
+                .unwrap_or_else(|| Err(CliError("internal error: an object was not parsed".into())))
+        })
+        .collect();
+    (first, objects)
 }
 
 /// Parse one object's ELF and `.BTF`, naming it in the error.
