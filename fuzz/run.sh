@@ -17,7 +17,7 @@ shift
 targets=("$@")
 if ((${#targets[@]} == 0)); then
     targets=(btf_parse btf_index btf_split btf_ext object pipeline_object pipeline_target structured
-        os_release select_archive dwarf_elf dwarf_structured)
+        os_release select_archive dwarf_elf dwarf_structured dwarf_sup)
 fi
 seconds=$((minutes * 60))
 

@@ -6,7 +6,8 @@ with Linux 7.1's 32-byte header and layout section, and with types of kinds btfg
 know appended (sized by the layout section); .BTF.ext from the objects; whole objects for the object and pipeline targets. Targets whose first input byte
 selects a mode get one seed per mode. The structured target gets deterministic pseudo-random
 bytes (its generator makes valid BTF from any bytes), and so does dwarf_structured (DWARF); dwarf_elf
-gets the ELF files of tests/data/dwarf/. Existing corpus files are kept; seeds are
+gets the ELF files of tests/data/dwarf/, dwarf_sup its dwz -m inputs with their supplementary
+files. Existing corpus files are kept; seeds are
 named by content hash, so re-running is idempotent. Standard library only.
 """
 import hashlib
@@ -127,6 +128,10 @@ def main():
     # sections, and a BPF object (relocatable, with .BTF) for dwarf_elf.
     for path in sorted((DATA / "dwarf").glob("*.so")) + sorted((DATA / "dwarf").glob("*.o")):
         add("dwarf_elf", path.read_bytes())
+    # dwarf_sup: a dwz -m input's length (u32 LE), the input, then its supplementary file.
+    for sup in sorted((DATA / "dwarf").glob("*.sup")):
+        main = sup.with_suffix(".so").read_bytes()
+        add("dwarf_sup", len(main).to_bytes(4, "little") + main + sup.read_bytes())
     # dwarf_structured: mode byte (bit 0 corrupt, bit 1 wild) + generator bytes.
     for i in range(32):
         size = rng.choice([256, 1024, 4096, 16384])

@@ -28,6 +28,8 @@ pub mod btf;
 pub mod budget;
 pub mod core;
 pub mod dwarf;
+#[cfg(feature = "mapped")]
+pub mod dwarf_input;
 mod elf;
 pub mod error;
 mod fallible;

@@ -155,7 +155,7 @@ fn difference(ours: &BTreeMap<String, usize>, theirs: &BTreeMap<String, usize>) 
 }
 
 fn converted(elf: &str) -> Vec<u8> {
-    btfgen::dwarf::to_btf(&data(elf)).unwrap_or_else(|e| panic!("{elf}: {e}"))
+    btfgen::dwarf::to_btf(&data(elf), None).unwrap_or_else(|e| panic!("{elf}: {e}"))
 }
 
 fn assert_same_as_pahole(elf: &str, reference: &str) {
@@ -297,13 +297,13 @@ fn malformed_input_is_an_error_not_a_panic() {
     ] {
         let elf = data(name);
         for len in (0..elf.len()).step_by(97) {
-            let _ = btfgen::dwarf::to_btf(&elf[..len]);
+            let _ = btfgen::dwarf::to_btf(&elf[..len], None);
         }
         for at in (0..elf.len()).step_by(11) {
             for byte in [0x00, 0xff] {
                 let mut bad = elf.clone();
                 bad[at] = byte;
-                if let Ok(btf) = btfgen::dwarf::to_btf(&bad) {
+                if let Ok(btf) = btfgen::dwarf::to_btf(&bad, None) {
                     // Whatever converts must still be BTF the parser accepts.
                     Btf::parse(&btf).unwrap_or_else(|e| panic!("{name}: byte {at}: {e}"));
                 }
@@ -318,7 +318,7 @@ fn an_error_names_section_unit_and_die() {
     // The first unit's first DIE names abbreviation 1; make it one that does not exist.
     let info = btfgen_section_offset(&elf, ".debug_info");
     elf[info + 12] = 0x7f;
-    let err = btfgen::dwarf::to_btf(&elf).unwrap_err();
+    let err = btfgen::dwarf::to_btf(&elf, None).unwrap_err();
     assert!(
         matches!(
             err,
@@ -467,7 +467,7 @@ fn external_elf_equals_pahole() {
     let elf = std::env::var("BTFGEN_DWARF_ELF").expect("BTFGEN_DWARF_ELF");
     let reference = std::env::var("BTFGEN_DWARF_PAHOLE").expect("BTFGEN_DWARF_PAHOLE");
     let started = std::time::Instant::now();
-    let ours = btfgen::dwarf::to_btf(&std::fs::read(&elf).unwrap()).unwrap();
+    let ours = btfgen::dwarf::to_btf(&std::fs::read(&elf).unwrap(), None).unwrap();
     eprintln!(
         "{elf}: converted in {:.1} ms",
         started.elapsed().as_secs_f64() * 1e3
@@ -533,5 +533,142 @@ fn cli_encode_writes_the_whole_btf() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("gcc-dwarf5.pahole.btf: DWARF"), "{stderr}");
     assert!(!missing.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// dwz-processed fixtures hold the types of the file before `dwz` (pahole 1.24 writes no BTF
+/// for any of them, and exits 0): partial units in the file (`dwz`), and the shared DWARF
+/// moved to a supplementary file (`dwz -m`) named by `.gnu_debugaltlink` (DWARF 4) or DWARF
+/// 5's `.debug_sup` (`dwz --dwarf-5`). Without its supplementary file, such an input fails.
+#[test]
+fn dwz_processed_equals_unprocessed() {
+    for (processed, sup, plain) in [
+        ("gcc-dwarf4-dwz.so", None, "gcc-dwarf4.so"),
+        (
+            "gcc-dwarf4-dwzm.so",
+            Some("gcc-dwarf4-dwzm.sup"),
+            "gcc-dwarf4.so",
+        ),
+        (
+            "gcc-dwarf5-dwzm.so",
+            Some("gcc-dwarf5-dwzm.sup"),
+            "gcc-dwarf5.so",
+        ),
+    ] {
+        let elf = data(processed);
+        let sup_data = sup.map(data);
+        if let (Some(sup), Some(sup_data)) = (sup, &sup_data) {
+            let link = btfgen::dwarf::supplementary::link(&elf).unwrap().unwrap();
+            assert_eq!(link.path, sup.as_bytes(), "{processed}");
+            let identity = btfgen::dwarf::supplementary::identity(sup_data).unwrap();
+            assert_eq!(identity, Some(link.id), "{processed}: the file's identity");
+            let err = btfgen::dwarf::to_btf(&elf, None).unwrap_err().to_string();
+            assert!(err.contains("supplementary file"), "{processed}: {err}");
+        }
+        let ours = btfgen::dwarf::to_btf(&elf, sup_data.as_deref())
+            .unwrap_or_else(|e| panic!("{processed}: {e}"));
+        let ours = Btf::parse(&ours).unwrap();
+        let before = converted(plain);
+        let before = Btf::parse(&before).unwrap();
+        let (a, b) = (canonical(&ours), canonical(&before));
+        assert!(
+            a == b,
+            "{processed} differs from {plain}:\n{}",
+            difference(&a, &b)
+        );
+        assert_eq!(ours.type_cnt(), before.type_cnt(), "{processed}");
+    }
+}
+
+/// The command finds a `dwz -m` input's supplementary file next to it (or is given it with
+/// `--dwarf-alt`) and minimizes as from the file before `dwz`; a missing or mismatched file
+/// fails naming where it looked and the build ids, with no output written.
+#[test]
+fn cli_finds_and_checks_the_supplementary_file() {
+    let dir = std::env::temp_dir().join(format!("btfgen-dwz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/dwarf");
+    let alone = dir.join("alone.so");
+    std::fs::copy(fixtures.join("gcc-dwarf4-dwzm.so"), &alone).unwrap();
+    let out = dir.join("out.btf");
+    let (alone, out_arg) = (alone.to_str().unwrap(), out.to_str().unwrap());
+    let (processed, other_sup) = (data("gcc-dwarf4-dwzm.so"), data("gcc-dwarf5-dwzm.sup"));
+    let link = btfgen::dwarf::supplementary::link(&processed)
+        .unwrap()
+        .unwrap();
+    let id = btfgen::dwarf::supplementary::hex(link.id).unwrap();
+    let other = btfgen::dwarf::supplementary::identity(&other_sup)
+        .unwrap()
+        .unwrap();
+    let other = btfgen::dwarf::supplementary::hex(other).unwrap();
+    for (args, wanted) in [
+        (
+            vec!["encode", alone, out_arg],
+            vec![
+                ".gnu_debugaltlink names the supplementary file gcc-dwarf4-dwzm.sup",
+                &id,
+                "alone.so: ",
+                "/usr/lib/debug/.build-id/",
+                "--dwarf-alt",
+            ],
+        ),
+        (
+            vec!["min-core-btf", alone, out_arg, "core.bpf.o"],
+            vec!["gcc-dwarf4-dwzm.sup", "--dwarf-alt"],
+        ),
+        (
+            vec![
+                "encode",
+                "--dwarf-alt",
+                "gcc-dwarf5-dwzm.sup",
+                alone,
+                out_arg,
+            ],
+            vec![&id, &other],
+        ),
+    ] {
+        let run = btfgen(&args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(!run.status.success(), "{args:?}: {stderr}");
+        for w in wanted {
+            assert!(stderr.contains(w), "{args:?}: no {w:?} in {stderr}");
+        }
+        assert!(!out.exists(), "{args:?}: output written");
+    }
+    let sup = fixtures.join("gcc-dwarf4-dwzm.sup");
+    let run = btfgen(&[
+        "encode",
+        "--dwarf-alt",
+        sup.to_str().unwrap(),
+        alone,
+        out_arg,
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let ours = canonical(&Btf::parse(&std::fs::read(&out).unwrap()).unwrap());
+    let before = canonical(&Btf::parse(&converted("gcc-dwarf4.so")).unwrap());
+    assert!(ours == before, "{}", difference(&ours, &before));
+    // Next to the input, under the name it gives: min-core-btf as from the file before dwz.
+    let minimized = |input: &str| {
+        let run = btfgen(&["min-core-btf", input, out_arg, "core.bpf.o"]);
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert!(run.status.success(), "{input}: {stderr}");
+        assert!(
+            stderr.contains("3 CO-RE relocation(s) (3 resolved)"),
+            "{stderr}"
+        );
+        canonical(&Btf::parse(&std::fs::read(&out).unwrap()).unwrap())
+    };
+    for (processed, plain) in [
+        ("gcc-dwarf4-dwzm.so", "gcc-dwarf4.so"),
+        ("gcc-dwarf5-dwzm.so", "gcc-dwarf5.so"),
+        ("gcc-dwarf4-dwz.so", "gcc-dwarf4.so"),
+    ] {
+        let (a, b) = (minimized(processed), minimized(plain));
+        assert!(a == b, "{processed}: {}", difference(&a, &b));
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

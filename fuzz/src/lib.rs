@@ -129,7 +129,26 @@ pub fn fuzz_btf(data: &[u8], validation: Validation) {
 /// Errors are fine; a panic, or output that does not parse, is a finding.
 pub fn fuzz_dwarf(data: &[u8]) {
     let _ = btfgen::dwarf::has_dwarf_without_btf(data);
-    let Ok(btf) = btfgen::dwarf::to_btf(data) else {
+    let Ok(btf) = btfgen::dwarf::to_btf(data, None) else {
+        return;
+    };
+    let parsed = Btf::parse(&btf).unwrap_or_else(|e| panic!("to_btf's output does not parse: {e}"));
+    exercise_btf(&parsed);
+    check_round_trip(&parsed);
+}
+
+/// A `dwz -m` input and its supplementary file, split where the first 4 bytes (u32 LE) say:
+/// what each names and is (`supplementary::link`, `identity`), then `to_btf` of the pair, whose
+/// output must parse and is exercised like [`fuzz_dwarf`]'s.
+pub fn fuzz_dwarf_sup(data: &[u8]) {
+    let Some((len, rest)) = data.split_first_chunk::<4>() else {
+        return;
+    };
+    let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
+    let (main, sup) = rest.split_at(len);
+    let _ = btfgen::dwarf::supplementary::link(main);
+    let _ = btfgen::dwarf::supplementary::identity(sup);
+    let Ok(btf) = btfgen::dwarf::to_btf(main, Some(sup)) else {
         return;
     };
     let parsed = Btf::parse(&btf).unwrap_or_else(|e| panic!("to_btf's output does not parse: {e}"));

@@ -185,7 +185,7 @@ pub fn run_btf(args: &BtfArgs) -> CliResult<ExitCode> {
     match dump::run(&DumpArgs {
         file: file.clone(),
         base_btf: None,
-        from_dwarf: false,
+        dwarf: super::DwarfArgs::default(),
     }) {
         Ok(code) => Ok(code),
         Err(e) => {

@@ -1,7 +1,7 @@
 //! `btfgen dump FILE [--base-btf BASE]`: print every type of a BTF exactly as
 //! `bpftool btf dump file FILE [--base-btf BASE]` does.
 
-use super::{CliError, CliResult, SYSFS_BTF_DIR, SYSFS_VMLINUX, context, read_file};
+use super::{CliError, CliResult, DwarfArgs, SYSFS_BTF_DIR, SYSFS_VMLINUX, context, read_file};
 use btfgen::btf::{Btf, dump};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -22,9 +22,8 @@ pub struct DumpArgs {
     /// bpftool does.
     #[arg(long)]
     pub base_btf: Option<PathBuf>,
-    /// Convert FILE's DWARF to BTF even though it has a .BTF section.
-    #[arg(long)]
-    pub from_dwarf: bool,
+    #[command(flatten)]
+    pub dwarf: DwarfArgs,
 }
 
 /// Run `btfgen dump`.
@@ -38,8 +37,7 @@ pub fn run(args: &DumpArgs) -> CliResult<ExitCode> {
         _ => None,
     };
     let data = read_file(&args.file)?;
-    let converted = btfgen::dwarf::btf_for_input(&data, args.from_dwarf)
-        .map_err(context(format!("{}: DWARF", args.file.display())))?;
+    let converted = args.dwarf.convert(&args.file, &data)?;
     let bytes = converted.as_deref().unwrap_or(&data);
     let btf = Btf::parse_raw_or_elf(bytes, base.as_ref()).map_err(context(args.file.display()))?;
     match write_dump(&btf, &args.file) {

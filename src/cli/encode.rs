@@ -4,7 +4,7 @@
 //! archive of full kernel BTFs. The main job never needs it: `min-core-btf` converts only in
 //! memory.
 
-use super::{CliError, CliResult, Input, context, write_atomic};
+use super::{CliError, CliResult, DwarfArgs, Input, write_atomic};
 use btfgen::btf::Btf;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +17,11 @@ pub struct EncodeArgs {
     pub input: PathBuf,
     /// Where to write the BTF (raw, as /sys/kernel/btf/vmlinux), replaced atomically.
     pub output: PathBuf,
+    /// The supplementary file of a dwz -m INPUT (named by its .gnu_debugaltlink or
+    /// .debug_sup); default: looked for at the path it names, next to INPUT, and under
+    /// /usr/lib/debug/.build-id/.
+    #[arg(long, value_name = "FILE")]
+    pub dwarf_alt: Option<PathBuf>,
 }
 
 /// Run `btfgen encode`.
@@ -24,7 +29,13 @@ pub fn run(args: &EncodeArgs) -> CliResult<ExitCode> {
     let started = Instant::now();
     let name = args.input.display();
     let input = Input::open_kernel(&args.input)?;
-    let btf = btfgen::dwarf::to_btf(&input).map_err(context(format!("{name}: DWARF")))?;
+    let dwarf = DwarfArgs {
+        from_dwarf: true,
+        dwarf_alt: args.dwarf_alt.clone(),
+    };
+    let btf = dwarf
+        .convert(&args.input, &input)?
+        .ok_or_else(|| CliError(format!("internal error: {name}: not converted")))?;
     let types = Btf::parse(&btf)
         .map_err(|e| CliError(format!("internal error: {name}: the converted BTF: {e}")))?
         .type_cnt()

@@ -5,7 +5,9 @@
 use super::modules::ModuleArgs;
 use super::objects::{LocalObject, parse_objects_beside};
 use super::verdicts::{KernelVerdicts, VerdictCounts};
-use super::{CliError, CliResult, Input, TargetFiles, context, report, scan_plan, write_atomic};
+use super::{
+    CliError, CliResult, DwarfArgs, Input, TargetFiles, context, report, scan_plan, write_atomic,
+};
 use btfgen::core::CandidateIndex;
 use btfgen::core::relocate::local_type_names;
 use btfgen::core::verdict;
@@ -56,10 +58,8 @@ pub struct MinCoreBtfArgs {
     /// ends in .html, else JSON (schema: `btfgen batch --report`).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Convert INPUT's DWARF to BTF even though it has a .BTF section (an ELF file with
-    /// DWARF and no .BTF, such as a distribution's debug vmlinux, is converted anyway).
-    #[arg(long)]
-    from_dwarf: bool,
+    #[command(flatten)]
+    dwarf: DwarfArgs,
 }
 
 impl MinCoreBtfArgs {
@@ -74,7 +74,7 @@ impl MinCoreBtfArgs {
             modules: ModuleArgs::default(),
             explain: false,
             report: None,
-            from_dwarf: false,
+            dwarf: DwarfArgs::default(),
         }
     }
 }
@@ -116,11 +116,11 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
             let files = TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF);
             (files, Vec::new())
         } else {
-            let files = TargetFiles::read_with(
+            let files = TargetFiles::read(
                 &input,
                 args.base_btf.as_deref(),
                 &args.module_btf,
-                args.from_dwarf,
+                &args.dwarf,
             )?;
             (files, args.modules.module_btfs(&input)?)
         })
@@ -168,8 +168,7 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     drop(files);
     let mut modules = args.module_btf.clone();
     modules.extend(dir_modules);
-    let files =
-        TargetFiles::read_with(&input, args.base_btf.as_deref(), &modules, args.from_dwarf)?;
+    let files = TargetFiles::read(&input, args.base_btf.as_deref(), &modules, &args.dwarf)?;
     run_with(&files, false)?
         .ok_or_else(|| CliError("internal error: module BTFs checked twice".into()))
 }

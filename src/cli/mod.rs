@@ -127,6 +127,29 @@ pub fn write_once(path: &Path, bytes: &[u8]) -> CliResult<()> {
     btfgen::fs::write_once(path, bytes, Durability::Unsynced).map_err(context(path.display()))
 }
 
+/// How a kernel input with DWARF is read.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct DwarfArgs {
+    /// Convert the input's DWARF to BTF even though it has a .BTF section (an ELF file with
+    /// DWARF and no .BTF, such as a distribution's debug vmlinux, is converted anyway).
+    #[arg(long)]
+    pub from_dwarf: bool,
+    /// The supplementary file of a dwz -m input (named by its .gnu_debugaltlink or
+    /// .debug_sup); default: looked for at the path it names, next to the input, and under
+    /// /usr/lib/debug/.build-id/.
+    #[arg(long, value_name = "FILE")]
+    pub dwarf_alt: Option<PathBuf>,
+}
+
+impl DwarfArgs {
+    /// The BTF converted from `data`'s DWARF (read from `path`), if it is converted
+    /// ([`btfgen::dwarf_input::convert`]).
+    pub fn convert(&self, path: &Path, data: &[u8]) -> CliResult<Option<Vec<u8>>> {
+        btfgen::dwarf_input::convert(path, data, self.from_dwarf, self.dwarf_alt.as_deref())
+            .map_err(context(path.display()))
+    }
+}
+
 /// The bytes of a run's target BTFs: the main BTF, its base when it is split, and module BTFs
 /// split on it.
 pub struct TargetFiles {
@@ -139,25 +162,17 @@ pub struct TargetFiles {
 }
 
 impl TargetFiles {
-    /// Read every file, naming the one that fails; a main input with DWARF and no `.BTF`
-    /// is converted ([`btfgen::dwarf::btf_for_input`]).
-    pub fn read(main: &Path, base: Option<&Path>, modules: &[PathBuf]) -> CliResult<Self> {
-        Self::read_with(main, base, modules, false)
-    }
-
-    /// [`TargetFiles::read`], converting the main input's DWARF even if it has a `.BTF` when
-    /// `force_dwarf` (`--from-dwarf`).
-    pub fn read_with(
+    /// Read every file, naming the one that fails; a main input with DWARF is converted as
+    /// `dwarf` says ([`DwarfArgs::convert`]).
+    pub fn read(
         main: &Path,
         base: Option<&Path>,
         modules: &[PathBuf],
-        force_dwarf: bool,
+        dwarf: &DwarfArgs,
     ) -> CliResult<Self> {
         let load = |p: &Path| Ok::<_, CliError>((p.display().to_string(), Input::open_kernel(p)?));
         let (name, file) = load(main)?;
-        let (main, dwarf_file) = match btfgen::dwarf::btf_for_input(&file, force_dwarf)
-            .map_err(context(format!("{name}: DWARF")))?
-        {
+        let (main, dwarf_file) = match dwarf.convert(main, &file)? {
             Some(btf) => ((name, Input::Read(btf)), Some(file)),
             None => ((name, file), None),
         };

@@ -4,7 +4,7 @@
 //! `.text` sub-program's relocation is in every entry program that calls it).
 
 use super::objects::{LocalObject, parse_object};
-use super::{CliResult, TargetFiles, context, read_file};
+use super::{CliResult, DwarfArgs, TargetFiles, context, read_file};
 use btfgen::btf::Btf;
 use btfgen::core::kernel::kernel_core;
 use btfgen::core::patch::Patched;
@@ -30,6 +30,8 @@ pub struct RelocateArgs {
     /// Kernel module BTF (split on the target), searched when the target has no candidate.
     #[arg(long = "module-btf")]
     module_btf: Vec<PathBuf>,
+    #[command(flatten)]
+    dwarf: DwarfArgs,
     /// Print one JSON object per relocation instead of a table.
     #[arg(long)]
     json: bool,
@@ -223,7 +225,12 @@ fn print_records(
 
 /// Run `btfgen relocate`.
 pub fn run(args: &RelocateArgs) -> CliResult<ExitCode> {
-    let files = TargetFiles::read(&args.btf, args.base_btf.as_deref(), &args.module_btf)?;
+    let files = TargetFiles::read(
+        &args.btf,
+        args.base_btf.as_deref(),
+        &args.module_btf,
+        &args.dwarf,
+    )?;
     let code = files.with_targets(None, |targets, _| relocate_all(args, targets))?;
     // What was printed came from the inputs as they were: fail the run if they changed.
     super::input::check_inputs()?;

@@ -59,6 +59,8 @@ struct UnitData<'a> {
     /// Offset of the unit's header in its section.
     start: u64,
     in_debug_types: bool,
+    /// A unit of the supplementary file (`dwz -m`), which the input refers to.
+    in_sup: bool,
     /// Offset and id (or [`ALIAS`]) of each type DIE and alias, in offset order.
     slots: Vec<(u32, u32)>,
     /// Offset and target of each alias, in offset order.
@@ -119,8 +121,16 @@ fn gimli_reason(error: gimli::Error) -> &'static str {
 
 /// The input, read-only while records are written: DIEs borrow from it.
 struct Input<'a> {
+    /// The input's DWARF, with its supplementary file's as `sup()`.
     dwarf: gimli::Dwarf<Reader<'a>>,
+    /// The input's own units (`.debug_types`' first, then `.debug_info`'s in offset order:
+    /// `main_units` of them), then the supplementary file's that they refer to, in the order
+    /// found.
     units: Vec<UnitData<'a>>,
+    main_units: usize,
+    /// Every unit of the supplementary file, by offset, and its index in `units` once
+    /// added.
+    sup_units: Vec<(gimli::UnitHeader<Reader<'a>>, Option<usize>)>,
     /// Type unit signatures and where their types are, sorted by signature.
     signatures: Vec<(u64, usize, UnitOffset)>,
     /// Byte order, which `DW_AT_bit_offset` depends on.
@@ -140,8 +150,9 @@ struct Output<'a, 'w> {
     index_type: Option<u32>,
     /// The function symbols, and whether a `FUNC` was emitted for each.
     functions: Vec<(&'a [u8], bool)>,
-    /// The name offset of each `.debug_str` offset interned.
-    names: HashMap<usize, u32>,
+    /// The name offset of each `.debug_str` offset interned, by whether that is the
+    /// supplementary file's `.debug_str` and the offset.
+    names: HashMap<(bool, usize), u32>,
 }
 
 /// The converter's state across all units of one input.
@@ -151,38 +162,46 @@ pub struct Converter<'a, 'w> {
 }
 
 impl<'a, 'w> Converter<'a, 'w> {
-    /// Read every unit header of `sections` and give every type DIE its id. Names are
+    /// Read every unit header of `sections` and give every type DIE its id, and those of
+    /// the units of `sup` (the supplementary file of a `dwz -m` input) that the input refers
+    /// to (imports, or points a reference into), and that those refer to. Names are
     /// interned in `strings`.
     pub fn new(
         sections: &'a super::sections::Sections<'a>,
+        sup: Option<&'a super::sections::Sections<'a>>,
         strings: &'w mut BtfWriter,
     ) -> Result<Converter<'a, 'w>> {
         let endian = sections.endian;
-        let dwarf = gimli::Dwarf::load(|id| {
-            Ok::<_, gimli::Error>(EndianSlice::new(sections.get(id), endian))
-        })
-        .map_err(|e| {
-            At {
-                section: ".debug_info",
-                unit: u64::MAX,
-                die: u64::MAX,
-            }
-            .err(gimli_reason(e))
-        })?;
+        let mut dwarf = load_dwarf(sections, ".debug_info")?;
+        if let Some(sup) = sup {
+            dwarf.set_sup(load_dwarf(sup, SUP_INFO)?);
+        }
         let mut functions = fallible::vec_with_capacity(sections.functions.len())?;
         functions.extend(sections.functions.iter().map(|&f| (f, false)));
         let mut input = Input {
             dwarf,
             units: Vec::new(),
+            main_units: 0,
+            sup_units: Vec::new(),
             signatures: Vec::new(),
             little: endian == RunTimeEndian::Little,
             current: None,
         };
         input.read_headers()?;
         let mut next_id = 1u32;
+        // The supplementary units referred to, in the order found; each one's own references
+        // are found while it is read, so this also grows as it is walked.
+        let mut wanted = SupQueue::new(input.sup_units.len())?;
         for index in 0..input.units.len() {
             input.enter(index)?;
-            input.assign_ids(index, &mut next_id)?;
+            input.assign_ids(index, &mut next_id, &mut wanted)?;
+        }
+        let mut next = 0;
+        while let Some(&sup) = wanted.order.get(next) {
+            next += 1;
+            let index = input.add_sup_unit(sup)?;
+            input.enter(index)?;
+            input.assign_ids(index, &mut next_id, &mut wanted)?;
         }
         input.current = None;
         let mut types = Types::new()?;
@@ -213,6 +232,67 @@ impl<'a, 'w> Converter<'a, 'w> {
         types.append(extra)?;
         Ok(types)
     }
+}
+
+/// The supplementary units to convert, each queued once, in the order first referred to.
+struct SupQueue {
+    queued: Vec<bool>,
+    order: Vec<usize>,
+}
+
+impl SupQueue {
+    fn new(units: usize) -> Result<SupQueue> {
+        let mut queued = fallible::vec_with_capacity(units)?;
+        queued.resize(units, false);
+        Ok(SupQueue {
+            queued,
+            order: Vec::new(),
+        })
+    }
+
+    fn queue(&mut self, sup: usize) -> Result<()> {
+        if let Some(queued @ false) = self.queued.get_mut(sup) {
+            *queued = true;
+            fallible::push(&mut self.order, sup)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether an attribute of `form` refers into the supplementary file: `DW_FORM_GNU_ref_alt`
+/// and DWARF 5's `ref_sup4/8`, and `DW_FORM_ref_addr` in a unit of that file itself.
+fn refers_to_sup(form: gimli::DwForm, in_sup: bool) -> bool {
+    matches!(
+        form,
+        dw::DW_FORM_GNU_ref_alt | dw::DW_FORM_ref_sup4 | dw::DW_FORM_ref_sup8
+    ) || (in_sup && form == dw::DW_FORM_ref_addr)
+}
+
+/// Where a supplementary unit's header starts in its file's `.debug_info`.
+fn sup_start(header: &gimli::UnitHeader<Reader<'_>>) -> u64 {
+    match header.offset() {
+        gimli::UnitSectionOffset::DebugInfoOffset(o) => o.0 as u64,
+        gimli::UnitSectionOffset::DebugTypesOffset(o) => o.0 as u64,
+    }
+}
+
+/// The section errors in a supplementary file's units name.
+const SUP_INFO: &str = "the supplementary file's .debug_info";
+
+fn load_dwarf<'a>(
+    sections: &'a super::sections::Sections<'a>,
+    section: &'static str,
+) -> Result<gimli::Dwarf<Reader<'a>>> {
+    let endian = sections.endian;
+    gimli::Dwarf::load(|id| Ok::<_, gimli::Error>(EndianSlice::new(sections.get(id), endian)))
+        .map_err(|e| {
+            At {
+                section,
+                unit: u64::MAX,
+                die: u64::MAX,
+            }
+            .err(gimli_reason(e))
+        })
 }
 
 impl<'a> Input<'a> {
@@ -253,12 +333,70 @@ impl<'a> Input<'a> {
                 section,
                 start,
                 in_debug_types,
+                in_sup: false,
                 slots: Vec::new(),
                 aliases: Vec::new(),
             });
         }
+        self.main_units = self.units.len();
         self.signatures.sort_unstable_by_key(|&(s, _, _)| s);
+        if let Some(sup) = self.dwarf.sup() {
+            let at = At {
+                section: SUP_INFO,
+                unit: u64::MAX,
+                die: u64::MAX,
+            };
+            let mut infos = sup.units();
+            while let Some(header) = infos.next().map_err(|e| at.err(gimli_reason(e)))? {
+                fallible::push(&mut self.sup_units, (header, None))?;
+            }
+        }
         Ok(())
+    }
+
+    /// The supplementary unit holding offset `offset` of its file's `.debug_info`, as an
+    /// index into `sup_units`.
+    fn sup_unit_at(&self, offset: u64) -> Option<usize> {
+        self.sup_units
+            .partition_point(|(h, _)| sup_start(h) <= offset)
+            .checked_sub(1)
+    }
+
+    /// Add supplementary unit `sup` to the units: its index in `units`.
+    fn add_sup_unit(&mut self, sup: usize) -> Result<usize> {
+        let index = self.units.len();
+        let (header, added) = &mut self.sup_units[sup];
+        *added = Some(index);
+        let header = *header;
+        fallible::push(
+            &mut self.units,
+            UnitData {
+                header,
+                section: SUP_INFO,
+                start: sup_start(&header),
+                in_debug_types: false,
+                in_sup: true,
+                slots: Vec::new(),
+                aliases: Vec::new(),
+            },
+        )?;
+        Ok(index)
+    }
+
+    /// The DWARF unit `index` belongs to: the input's, or its supplementary file's.
+    fn dwarf_of(&self, index: usize) -> Result<&gimli::Dwarf<Reader<'a>>> {
+        if self.units[index].in_sup {
+            self.sup(self.unit_at(index))
+        } else {
+            Ok(&self.dwarf)
+        }
+    }
+
+    /// The supplementary file's DWARF; an error at `at` (which refers into it) without one.
+    fn sup(&self, at: At) -> Result<&gimli::Dwarf<Reader<'a>>> {
+        self.dwarf.sup().ok_or_else(|| {
+            at.err("a reference into a supplementary file (dwz -m), which was not given")
+        })
     }
 
     /// Where unit `index` starts, for its errors.
@@ -274,7 +412,7 @@ impl<'a> Input<'a> {
     /// Unit `index` with its abbreviations, parsed.
     fn load(&self, index: usize) -> Result<gimli::Unit<Reader<'a>>> {
         let mut unit = self
-            .dwarf
+            .dwarf_of(index)?
             .unit(self.units[index].header)
             .map_err(|e| self.unit_at(index).err(gimli_reason(e)))?;
         // Its line program (every unit's file names) is never read: not kept.
@@ -312,9 +450,12 @@ impl<'a> Input<'a> {
         }
     }
 
-    /// First pass over unit `index`: ids for its type DIEs, aliases for its `_Atomic`s.
-    /// Only the DIEs that may be aliases or type tags have their attributes read.
-    fn assign_ids(&mut self, index: usize, next_id: &mut u32) -> Result<()> {
+    /// First pass over unit `index`: ids for its type DIEs, aliases for its `_Atomic`s, and
+    /// the supplementary units it refers to queued in `wanted`. Only the DIEs that may be
+    /// aliases or type tags, or have an attribute of a form that refers into the
+    /// supplementary file, have their attributes read.
+    fn assign_ids(&mut self, index: usize, next_id: &mut u32, wanted: &mut SupQueue) -> Result<()> {
+        let has_sup = self.dwarf.sup().is_some();
         let data = &self.units[index];
         let mut at = At {
             section: data.section,
@@ -338,6 +479,9 @@ impl<'a> Input<'a> {
             let signed = specs.iter().any(|s| s.name() == dw::DW_AT_signature);
             let annotation =
                 tag == DW_TAG_LLVM_ANNOTATION && parent == Some(dw::DW_TAG_pointer_type);
+            if has_sup && specs.iter().any(|s| refers_to_sup(s.form(), data.in_sup)) {
+                self.queue_sup_references(&raw, specs, data.in_sup, wanted, at)?;
+            }
             let slot = if !signed && !annotation && tag != dw::DW_TAG_atomic_type {
                 raw.skip_attributes(specs)
                     .map_err(|e| at.err(gimli_reason(e)))?;
@@ -389,6 +533,35 @@ impl<'a> Input<'a> {
         Ok(())
     }
 
+    /// Queue the supplementary units the attributes `specs` of the DIE at `raw` refer to (read
+    /// from a copy of `raw`, which stays where it is). In a unit of the supplementary file, a
+    /// `DW_FORM_ref_addr` refers into that file too.
+    fn queue_sup_references(
+        &self,
+        raw: &gimli::EntriesRaw<'_, '_, Reader<'a>>,
+        specs: &[gimli::AttributeSpecification],
+        in_sup: bool,
+        wanted: &mut SupQueue,
+        at: At,
+    ) -> Result<()> {
+        let mut raw = raw.clone();
+        for spec in specs {
+            let attr = raw
+                .read_attribute(*spec)
+                .map_err(|e| at.err(gimli_reason(e)))?;
+            let offset = match attr.value() {
+                AttributeValue::DebugInfoRefSup(o) => o.0,
+                AttributeValue::DebugInfoRef(o) if in_sup => o.0,
+                _ => continue,
+            };
+            let sup = self
+                .sup_unit_at(offset as u64)
+                .ok_or_else(|| at.err("a reference before the supplementary file's first unit"))?;
+            wanted.queue(sup)?;
+        }
+        Ok(())
+    }
+
     /// The DIE attribute `attr` of `die` (in unit `unit`) refers to, `Void` when it has none.
     fn target(
         &self,
@@ -407,12 +580,17 @@ impl<'a> Input<'a> {
         match value {
             None => Ok(Target::Void),
             Some(AttributeValue::UnitRef(offset)) => Ok(Target::Die { unit, offset }),
+            Some(AttributeValue::DebugInfoRef(offset)) if self.units[unit].in_sup => {
+                self.sup_target(offset.0 as u64, at)
+            }
+            Some(AttributeValue::DebugInfoRefSup(offset)) => self.sup_target(offset.0 as u64, at),
             Some(AttributeValue::DebugInfoRef(offset)) => {
                 let offset = offset.0 as u64;
                 // The unit of .debug_info holding `offset`: the last to start at or before it
                 // (.debug_types' units come first, .debug_info's follow in offset order).
-                let first = self.units.partition_point(|u| u.in_debug_types);
-                let after = first + self.units[first..].partition_point(|u| u.start <= offset);
+                let units = &self.units[..self.main_units];
+                let first = units.partition_point(|u| u.in_debug_types);
+                let after = first + units[first..].partition_point(|u| u.start <= offset);
                 if after == first {
                     return Err(at.err("a reference points before the first unit"));
                 }
@@ -430,11 +608,22 @@ impl<'a> Input<'a> {
                 let (_, unit, offset) = self.signatures[i];
                 Ok(Target::Die { unit, offset })
             }
-            Some(AttributeValue::DebugInfoRefSup(_)) => {
-                Err(at.err("a reference into a supplementary file (dwz): not supported"))
-            }
             Some(_) => Err(at.err("a type reference has a form that is no reference")),
         }
+    }
+
+    /// The DIE at `offset` of the supplementary file's `.debug_info`, in a unit the input
+    /// imports.
+    fn sup_target(&self, offset: u64, at: At) -> Result<Target> {
+        self.sup(at)?;
+        let unit = self
+            .sup_unit_at(offset)
+            .and_then(|sup| self.sup_units[sup].1)
+            .ok_or_else(|| at.err("a reference into a supplementary unit not read"))?;
+        Ok(Target::Die {
+            unit,
+            offset: UnitOffset((offset - self.units[unit].start) as usize),
+        })
     }
 
     /// The BTF id a reference stands for: its type DIE's, through `_Atomic`s. A reference to
@@ -475,8 +664,12 @@ impl<'a> Input<'a> {
         match value {
             None => Ok(None),
             Some(value) => {
+                if let AttributeValue::DebugStrRefSup(_) = value {
+                    self.sup(at)?;
+                }
+                let dwarf = self.dwarf_of(unit)?;
                 let s = self.with_unit(unit, |u| {
-                    self.dwarf
+                    dwarf
                         .attr_string(u, value)
                         .map_err(|e| at.err(gimli_reason(e)))
                 })?;
@@ -494,31 +687,32 @@ impl<'a> Input<'a> {
         value: Option<Value<'a>>,
         at: At,
     ) -> Result<u32> {
-        let offset = match value {
-            Some(AttributeValue::DebugStrRef(offset)) => offset.0,
+        let own = self.dwarf_of(unit)?;
+        // (the file whose .debug_str holds it, whether that is the supplementary file, offset)
+        let (file, in_sup, offset) = match value {
+            Some(AttributeValue::DebugStrRef(offset)) => (own, self.units[unit].in_sup, offset.0),
+            Some(AttributeValue::DebugStrRefSup(offset)) => (self.sup(at)?, true, offset.0),
             Some(AttributeValue::DebugStrOffsetsIndex(index)) => {
-                self.with_unit(unit, |u| {
-                    self.dwarf
-                        .string_offset(u, index)
+                let offset = self.with_unit(unit, |u| {
+                    own.string_offset(u, index)
                         .map_err(|e| at.err(gimli_reason(e)))
-                })?
-                .0
+                })?;
+                (own, self.units[unit].in_sup, offset.0)
             }
             _ => {
                 let s = self.string_of(unit, value, at)?;
                 return out.intern(s, at);
             }
         };
-        if let Some(&name) = out.names.get(&offset) {
+        if let Some(&name) = out.names.get(&(in_sup, offset)) {
             return Ok(name);
         }
-        let s = self
-            .dwarf
+        let s = file
             .string(gimli::DebugStrOffset(offset))
             .map_err(|e| at.err(gimli_reason(e)))?;
         let name = out.intern(Some(s.slice()), at)?;
         out.names.try_reserve(1)?;
-        out.names.insert(offset, name);
+        out.names.insert((in_sup, offset), name);
         Ok(name)
     }
 

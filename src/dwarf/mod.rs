@@ -10,6 +10,7 @@
 mod convert;
 mod dedup;
 mod sections;
+pub mod supplementary;
 
 use crate::btf::Kind;
 use crate::btf::write::BtfWriter;
@@ -24,33 +25,41 @@ pub fn has_dwarf_without_btf(data: &[u8]) -> bool {
     sections::has_debug_info(data) && matches!(crate::elf::section_data(data, ".BTF"), Ok(None))
 }
 
-/// The one decision every front end (CLI, C ABI) makes about a kernel input: `None` when
-/// `data` is read as BTF as it is (raw BTF, or an ELF file's `.BTF`); the BTF converted
-/// from its DWARF when it has DWARF and no `.BTF`, or when `force_dwarf` asks for DWARF
+/// The one decision every front end (CLI, C ABI) makes about a kernel input: whether it is
+/// converted from DWARF ([`to_btf`]), rather than read as BTF as it is (raw BTF, or an ELF
+/// file's `.BTF`): when it has DWARF and no `.BTF`, or when `force_dwarf` asks for DWARF
 /// although a `.BTF` is there.
-pub fn btf_for_input(data: &[u8], force_dwarf: bool) -> Result<Option<Vec<u8>>> {
-    if force_dwarf || has_dwarf_without_btf(data) {
-        to_btf(data).map(Some)
-    } else {
-        Ok(None)
-    }
+pub fn converts(data: &[u8], force_dwarf: bool) -> bool {
+    force_dwarf || has_dwarf_without_btf(data)
 }
 
 /// The BTF of the DWARF types of ELF file `data`, in the file's byte order: every type of
-/// every unit, deduplicated. The result is checked as [`crate::btf::Btf::parse`] checks
-/// any BTF: DWARF that is well-formed but describes impossible types (a member past the end
-/// of its struct) fails there, with the id of the type it became.
-pub fn to_btf(data: &[u8]) -> Result<Vec<u8>> {
+/// every unit, and of the units of `sup` (its [`supplementary`] file, which a `dwz -m` input
+/// needs) that it imports, deduplicated. The result is checked as [`crate::btf::Btf::parse`]
+/// checks any BTF: DWARF that is well-formed but describes impossible types (a member past
+/// the end of its struct) fails there, with the id of the type it became.
+pub fn to_btf(data: &[u8], sup: Option<&[u8]>) -> Result<Vec<u8>> {
     if !sections::has_debug_info(data) {
         return Err(Error::MissingSection(".debug_info"));
     }
+    if sup.is_none()
+        && let Some(link) = supplementary::link(data)?
+    {
+        return Err(Error::BadDwarf {
+            section: link.section,
+            unit: u64::MAX,
+            die: u64::MAX,
+            reason: "names a supplementary file (dwz -m), which was not given",
+        });
+    }
     let sections = sections::Sections::read(data)?;
+    let sup = sup.map(sections::Sections::read).transpose()?;
     let endian = match sections.endian {
         gimli::RunTimeEndian::Little => crate::btf::Endianness::Little,
         gimli::RunTimeEndian::Big => crate::btf::Endianness::Big,
     };
     let mut writer = BtfWriter::new(endian)?;
-    let mut types = convert::Converter::new(&sections, &mut writer)?.convert()?;
+    let mut types = convert::Converter::new(&sections, sup.as_ref(), &mut writer)?.convert()?;
     dedup::dedup(&mut types, &mut writer)?;
     let btf = writer.finish()?;
     crate::btf::Btf::parse(&btf)?;
@@ -294,7 +303,7 @@ mod tests {
     #[test]
     fn pre_dedup_type_count_is_not_limited_by_btf_ids() {
         let count = MAX_TYPE_ID + 2;
-        let btf = to_btf(&dwarf(0x26, count, None)).unwrap(); // DW_TAG_const_type
+        let btf = to_btf(&dwarf(0x26, count, None), None).unwrap(); // DW_TAG_const_type
         let btf = Btf::parse(&btf).unwrap();
         assert_eq!(btf.type_cnt(), 2); // void and one CONST
         assert_eq!(btf.type_by_id(1).unwrap().kind(), Some(Kind::Const));
@@ -310,7 +319,7 @@ mod tests {
         let stream = [0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01];
         let check = |file: &[u8], announced: u64| {
             assert!(has_dwarf_without_btf(file));
-            match to_btf(file) {
+            match to_btf(file, None) {
                 Err(Error::BadDwarf {
                     section: ".debug_info",
                     reason,
@@ -350,7 +359,7 @@ mod tests {
         let count = MAX_TYPE_ID + 1;
         let name: fn(u32) -> String = |i| alloc::format!("t{i:x}");
         // DW_TAG_typedef: one distinct type for each name.
-        match to_btf(&dwarf(0x16, count, Some(name))) {
+        match to_btf(&dwarf(0x16, count, Some(name)), None) {
             Err(Error::Limit { what, limit }) => {
                 assert!(what.contains("after deduplicat"), "{what}");
                 assert_eq!(limit, MAX_TYPE_ID as usize);

@@ -20,6 +20,16 @@ impl core::fmt::Display for Errno {
     }
 }
 
+/// A DWARF input whose supplementary file is missing is `ENOENT`, as a missing input is.
+impl From<crate::dwarf_input::DwarfInputError> for Errno {
+    fn from(e: crate::dwarf_input::DwarfInputError) -> Self {
+        match e {
+            crate::dwarf_input::DwarfInputError::Convert(e) => e.into(),
+            crate::dwarf_input::DwarfInputError::Supplementary(_) => Errno(libc::ENOENT),
+        }
+    }
+}
+
 impl From<Error> for Errno {
     fn from(e: Error) -> Self {
         Errno(match e {

@@ -303,10 +303,11 @@ fn new_reloc_info(path: &std::path::Path, budget: Budget) -> Result<btf_reloc_in
 }
 
 /// `bytes` as the session reads them: an ELF file with DWARF and no `.BTF` (a debug vmlinux)
-/// is converted to BTF by the same decision as the command's ([`crate::dwarf::btf_for_input`]),
-/// and the file, checked unchanged, is let go; anything else is kept as it is.
+/// is converted to BTF by the same decision as the command's ([`crate::dwarf_input::convert`],
+/// its `dwz -m` supplementary file found as the command finds it), and the file, checked
+/// unchanged, is let go; anything else is kept as it is.
 fn converted_input(bytes: FileBytes, path: &std::path::Path) -> Result<FileBytes, Errno> {
-    let converted = crate::dwarf::btf_for_input(&bytes, false)
+    let converted = crate::dwarf_input::convert(path, &bytes, false, None)
         .map_err(print::warn_rejected("invalid DWARF", &path.display()))?;
     let Some(btf) = converted else {
         return Ok(bytes);

@@ -716,7 +716,7 @@ fn minimize(
     };
     // A debug vmlinux's DWARF becomes its BTF here, as min-core-btf converts its INPUT.
     let converted =
-        btfgen::dwarf::btf_for_input(data, false).map_err(context(format!("{name}: DWARF")))?;
+        btfgen::dwarf_input::convert(&kernel.input, data, false, None).map_err(context(&name))?;
     let data: &[u8] = converted.as_deref().unwrap_or(data);
     // Parsed and indexed as min-core-btf parses its INPUT (candidates found by the parse's
     // own pass), so that the outputs are the same.

@@ -9,6 +9,12 @@
 #   atomic.c                   -> atomic-CC-dwarf5.so
 #   clang-19-dwarf5.so         -> clang-19-dwarf5-{zlib,zstd,zlib-gnu}.so
 #                                 (objcopy --compress-debug-sections)
+#   gcc-dwarf4.so              -> gcc-dwarf4-dwz.so     (dwz: partial units in the file)
+#   gcc-dwarfV.so, twice       -> gcc-dwarfV-dwzm.so + gcc-dwarfV-dwzm.sup
+#                                 (dwz -m: the shared DWARF moved to the supplementary
+#                                 file, named by .gnu_debugaltlink for 4, by DWARF 5's
+#                                 .debug_sup with --dwarf-5 for 5; the second copy dropped;
+#                                 dwz 0.15 cannot read clang's DWARF 5)
 #   core.bpf.c                 -> core.bpf.o            (clang-19 -target bpfel -g -O2)
 #   each X.so                  -> X.pahole.btf          (pahole -J --btf_gen_floats)
 #                                 but gcc-dwarf4-types.so: pahole 1.24's btf__dedup fails on
@@ -18,13 +24,15 @@
 # Shared objects, linked without the C runtime: their DWARF needs no relocations applied,
 # like a vmlinux's, and their symbol table names their functions, as pahole wants.
 # The outputs are committed: tests need neither the compilers nor pahole (Debian 12's
-# dwarves 1.24). Override the tools with GCC=, CLANG=, PAHOLE=, OBJCOPY=.
+# dwarves 1.24; dwz writes no BTF for pahole 1.24 to compare with: it exits 0 without any).
+# Override the tools with GCC=, CLANG=, PAHOLE=, OBJCOPY=, DWZ=.
 set -eu
 
 GCC=${GCC:-gcc}
 CLANG=${CLANG:-clang-19}
 PAHOLE=${PAHOLE:-pahole}
 OBJCOPY=${OBJCOPY:-objcopy}
+DWZ=${DWZ:-dwz}
 
 cd "$(dirname "$0")"
 here=$(pwd)
@@ -68,9 +76,19 @@ for z in zlib zstd zlib-gnu; do
 	"$OBJCOPY" --compress-debug-sections=$z clang-19-dwarf5.so clang-19-dwarf5-$z.so
 done
 
+cp gcc-dwarf4.so gcc-dwarf4-dwz.so
+"$DWZ" gcc-dwarf4-dwz.so
+for v in 4 5; do
+	flags=
+	[ $v = 5 ] && flags=--dwarf-5
+	cp gcc-dwarf$v.so gcc-dwarf$v-dwzm.so
+	cp gcc-dwarf$v.so "$tmp/second.so"
+	"$DWZ" $flags -m gcc-dwarf$v-dwzm.sup -M gcc-dwarf$v-dwzm.sup gcc-dwarf$v-dwzm.so "$tmp/second.so"
+done
+
 for f in *.so; do
 	case $f in
-	*-zlib.so | *-zstd.so | *-zlib-gnu.so | gcc-dwarf4-types.so) ;;
+	*-zlib.so | *-zstd.so | *-zlib-gnu.so | gcc-dwarf4-types.so | *-dwz.so | *-dwzm.so) ;;
 	*) pahole_btf "$f" ;;
 	esac
 done

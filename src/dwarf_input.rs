@@ -1,0 +1,136 @@
+//! A kernel input as the front ends (the command, the C ABI) read it when it is DWARF: the
+//! decision to convert it ([`crate::dwarf::converts`]), its `dwz -m` supplementary file found
+//! and checked, and the conversion, in one place.
+//!
+//! The supplementary file is looked for, in order, at the path the input names (a relative
+//! one from the input's directory), next to the input under that path's file name, and where
+//! distributions install debug files by build id (`/usr/lib/debug/.build-id/NN/REST.debug`);
+//! or only at the file the caller gives (`--dwarf-alt`). A file found must carry the identity
+//! the input names (its build id, or its `.debug_sup` checksum).
+
+use crate::dwarf::supplementary::{self, Link};
+use crate::error::Error;
+use crate::mapped::FileBytes;
+use std::ffi::OsStr;
+use std::fmt;
+use std::format;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::string::String;
+use std::vec::Vec;
+
+/// Why a DWARF input could not be read.
+#[derive(Debug)]
+pub enum DwarfInputError {
+    /// Its supplementary file was not found, or not the one it names: which file was looked
+    /// for, and what was found where.
+    Supplementary(String),
+    /// The conversion failed (malformed DWARF, out of memory).
+    Convert(Error),
+}
+
+impl fmt::Display for DwarfInputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DwarfInputError::Supplementary(why) => f.write_str(why),
+            DwarfInputError::Convert(e) => write!(f, "DWARF: {e}"),
+        }
+    }
+}
+
+impl From<Error> for DwarfInputError {
+    fn from(e: Error) -> Self {
+        DwarfInputError::Convert(e)
+    }
+}
+
+/// The BTF of input `data` (read from `path`) when it is converted from DWARF (`None` when it
+/// is read as BTF as it is), with its supplementary file if it names one: `alt` if given,
+/// else found as the module docs say.
+pub fn convert(
+    path: &Path,
+    data: &[u8],
+    force_dwarf: bool,
+    alt: Option<&Path>,
+) -> Result<Option<Vec<u8>>, DwarfInputError> {
+    if !crate::dwarf::converts(data, force_dwarf) {
+        return Ok(None);
+    }
+    let sup = supplementary_file(path, data, alt)?;
+    let btf = crate::dwarf::to_btf(data, sup.as_deref())?;
+    // Read while mapped: a change meanwhile shows only now.
+    if let Some(Err(changed)) = sup.as_ref().map(FileBytes::check) {
+        return Err(DwarfInputError::Supplementary(format!(
+            "{}: {}",
+            changed.path,
+            changed.reason()
+        )));
+    }
+    Ok(Some(btf))
+}
+
+/// The supplementary file input `data` (read from `path`) names, mapped; `None` if it names
+/// none.
+pub fn supplementary_file(
+    path: &Path,
+    data: &[u8],
+    alt: Option<&Path>,
+) -> Result<Option<FileBytes>, DwarfInputError> {
+    let Some(link) = supplementary::link(data)? else {
+        return Ok(None);
+    };
+    let candidates = match alt {
+        Some(alt) => std::vec![alt.to_path_buf()],
+        None => candidates(path, &link)?,
+    };
+    let mut looked = Vec::new();
+    for candidate in candidates {
+        match FileBytes::open(&candidate) {
+            Ok(bytes) => match supplementary::identity(&bytes) {
+                Ok(Some(id)) if id == link.id => return Ok(Some(bytes)),
+                Ok(Some(id)) => looked.push(format!(
+                    "{} (another file: build id {})",
+                    candidate.display(),
+                    supplementary::hex(id)?
+                )),
+                Ok(None) => looked.push(format!("{} (no build id)", candidate.display())),
+                Err(e) => looked.push(format!("{} ({e})", candidate.display())),
+            },
+            Err(e) => looked.push(format!("{} ({e})", candidate.display())),
+        }
+    }
+    Err(DwarfInputError::Supplementary(format!(
+        "{} names the supplementary file {} (build id {}); looked at: {}{}",
+        link.section,
+        String::from_utf8_lossy(link.path),
+        supplementary::hex(link.id)?,
+        looked.join(", "),
+        if alt.is_none() {
+            "; give it with --dwarf-alt FILE"
+        } else {
+            ""
+        }
+    )))
+}
+
+/// Where the supplementary file of input `path` is looked for, in order, without repeats.
+fn candidates(path: &Path, link: &Link<'_>) -> Result<Vec<PathBuf>, DwarfInputError> {
+    let named = Path::new(OsStr::from_bytes(link.path));
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let mut out = std::vec![dir.join(named)];
+    if let Some(name) = named.file_name() {
+        out.push(dir.join(name));
+    }
+    if let Some(by_id) = supplementary::build_id_path(link.id)? {
+        out.push(PathBuf::from(by_id));
+    }
+    let mut seen = Vec::new();
+    out.retain(|p| {
+        let new = !seen.contains(p);
+        if new {
+            seen.push(p.clone());
+        }
+        new
+    });
+    Ok(out)
+}
