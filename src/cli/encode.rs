@@ -28,7 +28,7 @@ pub struct EncodeArgs {
 pub fn run(args: &EncodeArgs) -> CliResult<ExitCode> {
     let started = Instant::now();
     let name = args.input.display();
-    let input = Input::open_kernel(&args.input)?;
+    let input = Input::open(&args.input)?;
     let dwarf = DwarfArgs {
         from_dwarf: true,
         dwarf_alt: args.dwarf_alt.clone(),

@@ -35,21 +35,10 @@ impl Deref for Input {
 }
 
 impl Input {
-    /// Map (or read) `path`, naming it in the error, for a file of which only some parts are
-    /// read: a BPF object, whose sections the run reads and whose DWARF (often most of the
-    /// file) it does not ([`FileBytes::open_parts`]).
-    pub fn open_parts(path: &Path) -> CliResult<Input> {
+    /// Map (or read) `path`, naming it in the error ([`FileBytes::open`]).
+    pub fn open(path: &Path) -> CliResult<Input> {
         Ok(Self::of(
-            FileBytes::open_parts(path).map_err(context(path.display()))?,
-        ))
-    }
-
-    /// Map (or read) a kernel input, naming it in the error: an ELF file as
-    /// [`Input::open_parts`] maps it, raw BTF (read whole) populated at once
-    /// ([`FileBytes::open_kernel`]).
-    pub fn open_kernel(path: &Path) -> CliResult<Input> {
-        Ok(Self::of(
-            FileBytes::open_kernel(path).map_err(context(path.display()))?,
+            FileBytes::open(path).map_err(context(path.display()))?,
         ))
     }
 
@@ -104,7 +93,7 @@ mod tests {
         let _serial = serial();
         let dir = temp_dir("intact");
         let (path, bytes) = file_of_pages(&dir, 3);
-        let input = Input::open_kernel(&path).unwrap();
+        let input = Input::open(&path).unwrap();
         assert!(matches!(input, Input::Mapped(_)));
         assert_eq!(&input[..], &bytes[..]);
         check_inputs().unwrap();
@@ -118,7 +107,7 @@ mod tests {
         let dir = temp_dir("truncated");
         let (path, bytes) = file_of_pages(&dir, 4);
         let page = bytes.len() / 4;
-        let input = Input::open_kernel(&path).unwrap();
+        let input = Input::open(&path).unwrap();
         assert!(matches!(input, Input::Mapped(_)));
         // Cut it to one page and a half while mapped: pages 3 and 4 are past the end.
         File::options()
@@ -148,7 +137,7 @@ mod tests {
         let _serial = serial();
         let dir = temp_dir("written");
         let (path, _) = file_of_pages(&dir, 2);
-        let input = Input::open_kernel(&path).unwrap();
+        let input = Input::open(&path).unwrap();
         // The same size, other bytes: only the times tell.
         std::thread::sleep(std::time::Duration::from_millis(20));
         File::options()
@@ -173,7 +162,7 @@ mod tests {
         let _serial = serial();
         let dir = temp_dir("replaced");
         let (path, bytes) = file_of_pages(&dir, 2);
-        let input = Input::open_kernel(&path).unwrap();
+        let input = Input::open(&path).unwrap();
         let other = dir.join("other.btf");
         std::fs::write(&other, b"new contents").unwrap();
         std::fs::rename(&other, &path).unwrap();
@@ -189,7 +178,7 @@ mod tests {
         let dir = temp_dir("read");
         let path = dir.join("empty.btf");
         std::fs::write(&path, b"").unwrap();
-        assert!(matches!(Input::open_kernel(&path).unwrap(), Input::Read(v) if v.is_empty()));
+        assert!(matches!(Input::open(&path).unwrap(), Input::Read(v) if v.is_empty()));
         let fifo = dir.join("fifo");
         let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path.
@@ -198,14 +187,14 @@ mod tests {
             let fifo = fifo.clone();
             move || std::fs::write(fifo, b"piped").unwrap()
         });
-        assert!(matches!(Input::open_kernel(&fifo).unwrap(), Input::Read(v) if v == b"piped"));
+        assert!(matches!(Input::open(&fifo).unwrap(), Input::Read(v) if v == b"piped"));
         writer.join().unwrap();
         // A kernel input from a pipe: read whole, its first bytes not consumed by the peek.
         let writer = std::thread::spawn({
             let fifo = fifo.clone();
             move || std::fs::write(fifo, b"\x7fELF piped").unwrap()
         });
-        let input = Input::open_kernel(&fifo).unwrap();
+        let input = Input::open(&fifo).unwrap();
         assert!(matches!(input, Input::Read(v) if v == b"\x7fELF piped"));
         writer.join().unwrap();
         std::fs::remove_dir_all(dir).unwrap();

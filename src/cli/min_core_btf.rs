@@ -103,7 +103,7 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     }
     // Mapped, guarded as the target is: the write below checks them too.
     for path in &args.objects {
-        objects.push((path.display().to_string(), Input::open_parts(path)?));
+        objects.push((path.display().to_string(), Input::open(path)?));
     }
     // The kernel's BTF is read while the objects are parsed.
     let (read, parsed) = parse_objects_beside(&objects, || -> CliResult<_> {

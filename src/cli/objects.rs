@@ -53,22 +53,14 @@ where
             let _ = parsed[index].set(parse_object(name, data));
         }
     };
-    let first = std::thread::scope(|scope| {
-        let here = rustix::thread::sched_getcpu();
-        let take = &take;
-        let helper = std::thread::Builder::new().spawn_scoped(scope, move || {
-            move_off_cpu(here);
+    let (first, ()) = super::threads::beside(
+        || {
+            let first = first();
             take();
-        });
-        let first = first();
-        take();
-        if let Ok(helper) = helper
-            && let Err(panic) = helper.join()
-        {
-            std::panic::resume_unwind(panic);
-        }
-        first
-    });
+            first
+        },
+        take,
+    );
     let objects = parsed
         .into_iter()
         .map(|cell| {
@@ -77,24 +69,6 @@ where
         })
         .collect();
     (first, objects)
-}
-
-/// Move this thread to an allowed CPU other than `cpu`, if there is one. A new thread starts
-/// on its parent's CPU, and on a virtual machine whose other CPUs sleep it runs there first,
-/// taking turns with its parent (measured: a helper that parses the objects made a one-object
-/// run slower, a 53-object one barely faster); moved, it runs beside it.
-fn move_off_cpu(cpu: usize) {
-    let Ok(allowed) = rustix::thread::sched_getaffinity(None) else {
-        return;
-    };
-    if let Some(other) =
-        (0..rustix::thread::CpuSet::MAX_CPU).find(|&c| c != cpu && allowed.is_set(c))
-    {
-        let mut set = rustix::thread::CpuSet::new();
-        set.set(other);
-        // Where it fails, the thread runs where the scheduler puts it.
-        let _ = rustix::thread::sched_setaffinity(None, &set);
-    }
 }
 
 /// Parse one object's ELF and `.BTF`, naming it in the error.

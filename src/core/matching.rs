@@ -190,7 +190,7 @@ fn search_members<'t>(
             relo: 0,
             reason: "local accessor is not a member",
         })?;
-    let local_name = local_acc.name.unwrap_or("");
+    let local_name = local_acc.name.unwrap_or("").as_bytes();
     for (i, m) in members.members().enumerate() {
         if targ.raw.is_full() {
             return Err(Error::Limit {
@@ -198,23 +198,30 @@ fn search_members<'t>(
                 limit: super::spec::MAX_SPEC_LEN,
             });
         }
+        // The name compared in place: most members' names differ in their first bytes, and
+        // neither their length nor their `&str` (a UTF-8 check) is needed for that. A parsed
+        // string section ends with a NUL, so an in-range name is terminated.
+        let tail = match targ_btf.string_tail(m.name_off) {
+            Some(tail) => tail,
+            // Out of range: the error that says so.
+            None => targ_btf.name(m.name_off)?.as_bytes(),
+        };
+        let anonymous = tail.first().is_none_or(|&b| b == 0);
+        let same_name = tail.get(local_name.len()) == Some(&0)
+            && tail.get(..local_name.len()) == Some(local_name);
+        if !anonymous && !same_name {
+            continue;
+        }
         let saved_bits = targ.bit_offset;
         targ.bit_offset = targ.bit_offset.wrapping_add(m.bit_offset);
         targ.push_raw(i as u32)?;
-        // Bytes first: most members' names differ, and only the match needs its `&str`
-        // (whose UTF-8 check would cost more than the comparison).
-        let name = match targ_btf.name_bytes(m.name_off) {
-            Some(bytes) => bytes,
-            // Out of range or unterminated: the error that says which.
-            None => targ_btf.name(m.name_off)?.as_bytes(),
-        };
-        if name.is_empty() {
+        if anonymous {
             if let Some(found) =
                 match_member(local_btf, local_acc, targ_btf, m.type_id, targ, searched)?
             {
                 return Ok(Some(found));
             }
-        } else if name == local_name.as_bytes() {
+        } else {
             if !fields_are_compat(local_btf, local_member.type_id, targ_btf, m.type_id)? {
                 return Ok(None);
             }

@@ -51,10 +51,10 @@ pub(super) fn read(path: &Path) -> Result<Vec<u8>, Errno> {
 }
 
 /// The file at `path`, mapped when it is a regular file, read otherwise, as the command maps
-/// its kernel inputs ([`crate::mapped::FileBytes::open_kernel`]: an ELF file's pages as they
-/// are read): for target BTFs, which a session only reads. Errors as [`read`].
+/// its inputs ([`crate::mapped::FileBytes::open`]: pages as they are read): for target BTFs,
+/// which a session only reads. Errors as [`read`].
 pub(super) fn open_input(path: &Path) -> Result<FileBytes, Errno> {
-    FileBytes::open_kernel(path).map_err(super::print::warn_rejected(
+    FileBytes::open(path).map_err(super::print::warn_rejected(
         "failed to read",
         &path.display(),
     ))
