@@ -101,3 +101,41 @@ fn debug_log_has_one_spec_line_per_relocation() {
         }
     }
 }
+
+/// Several objects are relocated on two threads without the log, and those that would warn
+/// again, logged, in order: the warnings of a run are those of each object alone, in the
+/// objects' order, none lost or doubled.
+#[test]
+fn warnings_of_several_objects_come_in_their_order() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_log_order");
+    std::fs::create_dir_all(&dir).unwrap();
+    let target = data("targets/btf__memsize.btf");
+    let out_btf = dir.join("min.btf");
+    let warnings = |objects: &[&str]| {
+        let mut args = vec![
+            "min-core-btf".to_string(),
+            target.display().to_string(),
+            out_btf.display().to_string(),
+        ];
+        args.extend(objects.iter().map(|o| data(o).display().to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = btfgen(&args);
+        let stderr = String::from_utf8(run.stderr).unwrap();
+        assert!(run.status.success(), "{stderr}");
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("libbpf: "))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let memsize = warnings(&["progs/memsize.bpf.o"]);
+    let fields = warnings(&["progs/fields.bpf.o"]);
+    assert!(!memsize.is_empty());
+    let all = warnings(&[
+        "progs/fields.bpf.o",
+        "progs/memsize.bpf.o",
+        "progs/fields.bpf.o",
+        "progs/memsize.bpf.o",
+    ]);
+    assert_eq!(all, [&fields[..], &memsize, &fields, &memsize].concat());
+}

@@ -4,8 +4,6 @@
 use super::{CliError, CliResult, context};
 use btfgen::btf::Btf;
 use btfgen::object::BpfObject;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One object, parsed.
 pub struct LocalObject<'a> {
@@ -40,35 +38,14 @@ pub fn parse_objects_beside<'a, D, T>(
 where
     D: std::ops::Deref<Target = [u8]> + Sync,
 {
-    let next = AtomicUsize::new(0);
-    let parsed: Vec<OnceLock<CliResult<LocalObject<'a>>>> =
-        files.iter().map(|_| OnceLock::new()).collect();
-    let take = || {
-        loop {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            let Some((name, data)) = files.get(index) else {
-                break;
-            };
-            // Each index is taken once, so each cell is set once.
-            let _ = parsed[index].set(parse_object(name, data));
-        }
-    };
-    let (first, ()) = super::threads::beside(
-        || {
-            let first = first();
-            take();
-            first
-        },
-        take,
-    );
-    let objects = parsed
-        .into_iter()
-        .map(|cell| {
-            cell.into_inner()
-                .unwrap_or_else(|| Err(CliError("internal error: an object was not parsed".into())))
-        })
-        .collect();
-    (first, objects)
+    let (first, parsed) = super::threads::each_beside(files.len(), first, |i| {
+        let (name, data) = &files[i];
+        parse_object(name, data)
+    });
+    (
+        first,
+        parsed.and_then(|parsed| parsed.into_iter().collect()),
+    )
 }
 
 /// Parse one object's ELF and `.BTF`, naming it in the error.

@@ -1,8 +1,48 @@
 //! The second core: one helper thread beside the main one, for the start-up work that splits
 //! in two (the objects' parse beside the kernel's read, the halves of the kernel's index).
 
+use super::{CliError, CliResult};
 use btfgen::btf::Fork;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// `work(i)` for every `i < count`, taken from one queue by a helper thread ([`beside`]) and by
+/// this one once `first` (other work of this thread's) is done; the results in order, and
+/// `first`'s.
+pub fn each_beside<A, T: Send + Sync>(
+    count: usize,
+    first: impl FnOnce() -> A,
+    work: impl Fn(usize) -> T + Sync,
+) -> (A, CliResult<Vec<T>>) {
+    let next = AtomicUsize::new(0);
+    let done: Vec<OnceLock<T>> = (0..count).map(|_| OnceLock::new()).collect();
+    let take = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(cell) = done.get(i) else {
+                break;
+            };
+            // Each index is taken once, so each cell is set once.
+            let _ = cell.set(work(i));
+        }
+    };
+    let (a, ()) = beside(
+        || {
+            let a = first();
+            take();
+            a
+        },
+        take,
+    );
+    let results = done
+        .into_iter()
+        .map(|cell| {
+            cell.into_inner()
+                .ok_or_else(|| CliError("internal error: a queued task did not run".into()))
+        })
+        .collect();
+    (a, results)
+}
 
 /// Run `main` on this thread and `helper` on a new one at the same time; both results. If no
 /// thread can be started, `helper` runs here after `main`. A panic in `helper` goes on here.
