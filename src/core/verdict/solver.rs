@@ -100,6 +100,9 @@ struct Solver<'c> {
     /// Queued blocks, by (context, first instruction), lowest first: a context's blocks in
     /// program order, so most are evaluated once, after all their predecessors.
     work: BinaryHeap<Reverse<(u32, u32, u32)>>,
+    /// The state a block is evaluated in, kept between evaluations so that its buffers are
+    /// reused: each evaluation starts from a copy of the block's entry state.
+    scratch: State,
     out: Outcome,
 }
 
@@ -118,6 +121,7 @@ pub(super) fn explore(code: &Code<'_>, budget: Budget) -> Result<Outcome> {
         nodes: Vec::new(),
         node_at: HashMap::new(),
         work: BinaryHeap::new(),
+        scratch: State::default(),
         out: Outcome {
             visited,
             ..Outcome::default()
@@ -199,17 +203,17 @@ impl Solver<'_> {
     fn root(&mut self, start: u32, args: [Value; 5]) -> Result<()> {
         let (context, new) = self.context(ContextKey::Root(start), None)?;
         if new {
-            if let Some(node) = self.flow(context, start, State::entry(args)?)? {
+            if let Some(node) = self.flow(context, start, &State::entry(args)?)? {
                 fallible::push(&mut self.roots, node)?;
             }
         }
         Ok(())
     }
 
-    /// Join `state` into the entry of block `start` of `context`, queueing the block when that
-    /// changed it; the block's node, `None` when the state budget is spent or the block is not
-    /// to be evaluated ([`Code::relevant`]).
-    fn flow(&mut self, context: u32, start: u32, state: State) -> Result<Option<u32>> {
+    /// Join `state` into the entry of block `start` of `context` (a copy of it, for a block
+    /// first reached), queueing the block when that changed it; the block's node, `None` when
+    /// the state budget is spent or the block is not to be evaluated ([`Code::relevant`]).
+    fn flow(&mut self, context: u32, start: u32, state: &State) -> Result<Option<u32>> {
         if !self
             .code
             .relevant
@@ -223,7 +227,7 @@ impl Solver<'_> {
             let Some(node) = self.nodes.get_mut(id as usize) else {
                 return Ok(None);
             };
-            if node.state.join(&state) && !node.queued {
+            if node.state.join(state) && !node.queued {
                 node.queued = true;
                 self.work.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
                 self.work.push(Reverse((context, start, id)));
@@ -240,7 +244,7 @@ impl Solver<'_> {
             Node {
                 context,
                 start,
-                state,
+                state: state.try_clone()?,
                 term: Term::Open,
                 queued: true,
             },
@@ -271,7 +275,8 @@ impl Solver<'_> {
         };
         node.queued = false;
         let (context, mut pc) = (node.context, node.start);
-        let mut state = node.state.try_clone()?;
+        let mut state = core::mem::take(&mut self.scratch);
+        state.assign_from(&node.state)?;
         let plain = |to| {
             Some(Edge {
                 to,
@@ -307,8 +312,8 @@ impl Solver<'_> {
                         false => Label::Fork(branch),
                     };
                     let fall = pc.wrapping_add(1);
-                    let taken = self.flow(context, taken_to, state.try_clone()?)?;
-                    let other = self.flow(context, fall, state)?;
+                    let taken = self.flow(context, taken_to, &state)?;
+                    let other = self.flow(context, fall, &state)?;
                     let edge = |to: Option<u32>, taken| {
                         to.map(|to| Edge {
                             to,
@@ -324,7 +329,7 @@ impl Solver<'_> {
                         callback: false,
                     };
                     let (callee, _) = self.context(key, Some(context))?;
-                    let to = self.flow(callee, start, state)?;
+                    let to = self.flow(callee, start, &state)?;
                     break Term::Edges([to.and_then(plain), None]);
                 }
                 Flow::Callback { start, callee } => {
@@ -336,14 +341,14 @@ impl Solver<'_> {
                                 callback: true,
                             };
                             let (cb, _) = self.context(key, Some(context))?;
-                            self.flow(cb, start, callee)?
+                            self.flow(cb, start, &callee)?
                         }
                         None => {
                             self.out.exhausted = true;
                             None
                         }
                     };
-                    let on = self.flow(context, pc.wrapping_add(1), state)?;
+                    let on = self.flow(context, pc.wrapping_add(1), &state)?;
                     break Term::Edges([on.and_then(plain), entered.and_then(plain)]);
                 }
                 Flow::Global { start, next } => {
@@ -355,7 +360,7 @@ impl Solver<'_> {
                     let Some(parent) = parent else {
                         break Term::End;
                     };
-                    let to = self.flow(parent, ret, state)?;
+                    let to = self.flow(parent, ret, &state)?;
                     break Term::Edges([to.and_then(plain), None]);
                 }
                 Flow::Poison => break Term::Poison(pc),
@@ -366,7 +371,7 @@ impl Solver<'_> {
                 Flow::End => break Term::End,
             };
             if self.is_leader(next) {
-                let to = self.flow(context, next, state)?;
+                let to = self.flow(context, next, &state)?;
                 break Term::Edges([to.and_then(plain), None]);
             }
             pc = next;
@@ -374,6 +379,7 @@ impl Solver<'_> {
         if let Some(node) = self.nodes.get_mut(id as usize) {
             node.term = term;
         }
+        self.scratch = state;
         Ok(true)
     }
 }

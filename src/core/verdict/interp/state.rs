@@ -128,6 +128,16 @@ impl Frame {
         })
     }
 
+    fn assign_from(&mut self, other: &Frame) -> Result<()> {
+        self.regs = other.regs;
+        self.stack.clear();
+        self.stack.try_reserve(other.stack.len())?;
+        self.stack.extend_from_slice(&other.stack);
+        self.ret = other.ret;
+        self.callback = other.callback;
+        Ok(())
+    }
+
     fn slot(&self, base: i32) -> Option<&Slot> {
         let pos = self.stack.binary_search_by_key(&base, |s| s.0).ok()?;
         self.stack.get(pos).map(|s| &s.1)
@@ -178,7 +188,7 @@ impl Frame {
 }
 
 /// The abstract state at one point of one call context: the frames, outermost first.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub(in crate::core::verdict) struct State {
     pub frames: Vec<Frame>,
 }
@@ -197,6 +207,21 @@ impl State {
             frames.push(frame.try_clone()?);
         }
         Ok(State { frames })
+    }
+
+    /// Make `self` a copy of `other`, in the buffers `self` already has where they are large
+    /// enough (a solver copies each block's entry state before evaluating it).
+    pub fn assign_from(&mut self, other: &State) -> Result<()> {
+        self.frames.truncate(other.frames.len());
+        for (mine, theirs) in self.frames.iter_mut().zip(&other.frames) {
+            mine.assign_from(theirs)?;
+        }
+        let have = self.frames.len();
+        self.frames.try_reserve(other.frames.len() - have)?;
+        for frame in &other.frames[have..] {
+            self.frames.push(frame.try_clone()?);
+        }
+        Ok(())
     }
 
     /// Lower `self` to the join of `self` and `other` (the states of two paths meeting at a
