@@ -35,7 +35,7 @@ fn min_core_btf(target: &[u8], objects: &[(String, Vec<u8>)]) -> usize {
         wanted.extend(local_type_names(object, btf).expect("local type names"));
     }
     let plan = CandidateIndex::new().plan(wanted).expect("scan plan");
-    let (kernel, found) = Btf::parse_filtered(target, None, Validation::OnUse, plan.filter(), None)
+    let (kernel, found) = Btf::parse_filtered(target, None, Validation::OnUse, plan.filter())
         .expect("target BTF parses");
     let targets = Targets::new(&kernel);
     let mut index = CandidateIndex::new();

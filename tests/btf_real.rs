@@ -35,68 +35,6 @@ fn vmlinux_parses_and_round_trips() {
     }
 }
 
-/// Runs the second half first, then the first: a forked build must not depend on which half
-/// finishes first.
-struct Reversed;
-
-impl btfgen::btf::Fork for Reversed {
-    fn join(&self, a: &mut (dyn FnMut() + Send), b: &mut (dyn FnMut() + Send)) {
-        b();
-        a();
-    }
-}
-
-/// Runs the halves on two threads.
-struct TwoThreads;
-
-impl btfgen::btf::Fork for TwoThreads {
-    fn join(&self, a: &mut (dyn FnMut() + Send), b: &mut (dyn FnMut() + Send)) {
-        std::thread::scope(|scope| {
-            scope.spawn(b);
-            a();
-        });
-    }
-}
-
-/// A build whose two halves are walked by a fork indexes as the walk alone: the same types
-/// found by the filter, and every type at the same place.
-#[test]
-fn a_forked_index_build_equals_one_walk() {
-    use btfgen::btf::{Kind, KindSet, NameFilter, Validation};
-    let Some(data) = vmlinux() else { return };
-    let mut filter = NameFilter::new().unwrap();
-    let kinds = KindSet::EMPTY
-        .with(Kind::Struct)
-        .with(Kind::Union)
-        .with(Kind::Typedef);
-    for name in [
-        "task_struct",
-        "file",
-        "sk_buff",
-        "pid_t",
-        "u64",
-        "list_head",
-    ] {
-        filter.add(name.as_bytes(), kinds);
-    }
-    let (alone, alone_ids) =
-        Btf::parse_filtered(&data, None, Validation::OnUse, &filter, None).unwrap();
-    let forks: [&dyn btfgen::btf::Fork; 2] = [&Reversed, &TwoThreads];
-    for fork in forks {
-        let (forked, ids) =
-            Btf::parse_filtered(&data, None, Validation::OnUse, &filter, Some(fork)).unwrap();
-        assert_eq!(ids, alone_ids);
-        assert!(!ids.is_empty());
-        assert_eq!(forked.type_cnt(), alone.type_cnt());
-        for id in 1..alone.type_cnt() {
-            assert_eq!(
-                forked.type_by_id(id).unwrap(),
-                alone.type_by_id(id).unwrap()
-            );
-        }
-    }
-}
-
 /// The scan done by the parse's own pass finds exactly what a scan of the parsed BTF finds,
 /// and that is every type of the kinds asked for whose name was asked for.
 #[test]
@@ -110,7 +48,7 @@ fn parse_filtered_finds_what_a_scan_finds() {
     }
     filter.add(b"pid_t", KindSet::EMPTY.with(Kind::Typedef));
     for validation in [Validation::OnUse, Validation::Full] {
-        let (btf, ids) = Btf::parse_filtered(&data, None, validation, &filter, None).unwrap();
+        let (btf, ids) = Btf::parse_filtered(&data, None, validation, &filter).unwrap();
         assert_eq!(ids, btf.filtered(&filter).unwrap());
         let names: Vec<&str> = ids
             .iter()

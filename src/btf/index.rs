@@ -17,16 +17,13 @@
 //!   [`GROUPS`] groups of four adjacent segments one after another, so that the lanes of a
 //!   group end together, and its loop calls nothing, so that the lanes stay in registers:
 //!   ~330 us instead of ~460 us with four quarter-section lanes (~720 us walked alone).
-//! - Given a [`Fork`] (the command has two cores; the core has no threads), the first half of
-//!   the groups and the second are walked at once, each into its own part, and the parts
-//!   joined.
 //!
 //! Records of kinds btfgen does not know are sized by the BTF's layout section ([`Layout`]).
 //! The fast walks know only btfgen's kinds, so they fail on such a record and the section is
 //! walked alone with the layout; an index that holds one keeps the layout, and walks with it.
 
 use super::layout::{Layout, RECORD_LAYOUT, TYPE_HEADER_LEN, UNUSED_INFO_BITS};
-use super::{Endianness, Fork, KindSet, MAX_TYPE_ID};
+use super::{Endianness, KindSet, MAX_TYPE_ID};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
@@ -148,18 +145,16 @@ impl TypeIndex {
     /// bounds. Also returns, in order, the index of every record `keep` keeps: a scan done by
     /// the same walk.
     /// `layout` sizes the records of kinds btfgen does not know; without it they are errors.
-    /// `fork`, if given, runs the two halves of a large section's walk.
-    pub(super) fn build<F: Fn(usize, u32) -> bool + Sync>(
+    pub(super) fn build<F: Fn(usize, u32) -> bool>(
         types: &[u8],
         endian: Endianness,
         start_id: u32,
         keep: &Keep<F>,
         layout: Option<&Layout>,
-        fork: Option<&dyn Fork>,
     ) -> Result<(TypeIndex, Vec<u32>)> {
         match endian {
-            Endianness::Little => build_in(types, LittleEndian, start_id, keep, layout, fork),
-            Endianness::Big => build_in(types, BigEndian, start_id, keep, layout, fork),
+            Endianness::Little => build_in(types, LittleEndian, start_id, keep, layout),
+            Endianness::Big => build_in(types, BigEndian, start_id, keep, layout),
         }
     }
 
@@ -292,16 +287,15 @@ fn changed() -> Error {
 
 type Built = (TypeIndex, Vec<u32>);
 
-fn build_in<E: Endian + Sync, F: Fn(usize, u32) -> bool + Sync>(
+fn build_in<E: Endian, F: Fn(usize, u32) -> bool>(
     types: &[u8],
     endian: E,
     start_id: u32,
     keep: &Keep<F>,
     layout: Option<&Layout>,
-    fork: Option<&dyn Fork>,
 ) -> Result<Built> {
     if types.len() >= LANES_MIN_LEN
-        && let Some(built) = build_lanes(types, endian, keep, fork)?
+        && let Some(built) = build_lanes(types, endian, keep)?
     {
         if u64::from(start_id) + u64::from(built.0.count) > u64::from(MAX_TYPE_ID) + 1 {
             return Err(type_count_limit());
@@ -409,14 +403,16 @@ fn bad_record<E: Endian>(
     }
 }
 
-/// The interleaved build, [`GROUPS`] groups of [`LANES`] segments one after another (with a
-/// `fork`, the two halves of the groups at once); `None` when a segment start was not found
-/// or not proven.
-fn build_lanes<E: Endian + Sync, F: Fn(usize, u32) -> bool + Sync>(
+/// The interleaved build, [`GROUPS`] groups of [`LANES`] segments one after another; `None`
+/// when a segment start was not found or not proven.
+///
+/// The walk itself calls nothing (a call in the loop would push the lanes' positions out of
+/// registers): it writes checkpoints, and the records of `keep`'s kinds, into scratch arrays
+/// sized beforehand. `keep`'s test then runs over those records alone.
+fn build_lanes<E: Endian, F: Fn(usize, u32) -> bool>(
     types: &[u8],
     endian: E,
     keep: &Keep<F>,
-    fork: Option<&dyn Fork>,
 ) -> Result<Option<Built>> {
     // bounds[s]..bounds[s + 1] is segment s.
     let mut bounds = [types.len(); SEGMENTS + 1];
@@ -427,93 +423,20 @@ fn build_lanes<E: Endian + Sync, F: Fn(usize, u32) -> bool + Sync>(
             _ => return Ok(None),
         }
     }
-    let (first, second) = match fork {
-        Some(fork) => {
-            let (mut first, mut second) = (Ok(None), Ok(None));
-            fork.join(
-                &mut || first = walk_groups(types, endian, keep, &bounds, 0..GROUPS / 2),
-                &mut || second = walk_groups(types, endian, keep, &bounds, GROUPS / 2..GROUPS),
-            );
-            (first?, second?)
-        }
-        None => (
-            walk_groups(types, endian, keep, &bounds, 0..GROUPS)?,
-            Some(Part::default()),
-        ),
-    };
-    let (Some(mut built), Some(second)) = (first, second) else {
-        return Ok(None);
-    };
-    // The second part's segments, checkpoints and records follow the first's.
-    let (records, checkpoints) = (built.count, built.checkpoints.len() as u32);
-    built
-        .checkpoints
-        .try_reserve_exact(second.checkpoints.len())?;
-    built.checkpoints.extend_from_slice(&second.checkpoints);
-    built.segments.try_reserve_exact(second.segments.len())?;
-    built.segments.extend(
-        second
-            .segments
-            .iter()
-            .map(|&(first, base)| (first.saturating_add(records), base + checkpoints)),
-    );
-    built.kept.try_reserve_exact(second.kept.len())?;
-    built.kept.extend(
-        second
-            .kept
-            .iter()
-            .map(|local| local.saturating_add(records)),
-    );
-    let index = TypeIndex {
-        checkpoints: built.checkpoints,
-        segments: built.segments,
-        count: records.saturating_add(second.count),
-        stride: STRIDE,
-        layout: None,
-    };
-    Ok(Some((index, built.kept)))
-}
-
-/// What walking some of the build's groups gave, numbered from the part's first record.
-#[derive(Default)]
-struct Part {
-    checkpoints: Vec<u32>,
-    segments: Vec<(u32, u32)>,
-    kept: Vec<u32>,
-    count: u32,
-}
-
-/// Walk the segments of `groups` (`bounds[s]..bounds[s + 1]` is segment `s`); `None` when a
-/// segment start is not proven.
-///
-/// The walk itself calls nothing (a call in the loop would push the lanes' positions out of
-/// registers): it writes checkpoints, and the records of `keep`'s kinds, into scratch arrays
-/// sized beforehand. `keep`'s test then runs over those records alone.
-fn walk_groups<E: Endian, F: Fn(usize, u32) -> bool>(
-    types: &[u8],
-    endian: E,
-    keep: &Keep<F>,
-    bounds: &[usize; SEGMENTS + 1],
-    groups: core::ops::Range<usize>,
-) -> Result<Option<Part>> {
-    let bounds = &bounds[groups.start * LANES..=groups.end * LANES];
     // Every record is at least 12 bytes: a segment of n bytes has at most n / 12 + 1 records.
     let most_checkpoints = |bytes: usize| bytes / TYPE_HEADER_LEN / STRIDE as usize + 1;
     let widest = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-    let span = bounds[bounds.len() - 1] - bounds[0];
-    let mut part = Part {
-        checkpoints: fallible::vec_with_capacity(most_checkpoints(span) + bounds.len())?,
-        segments: fallible::vec_with_capacity(bounds.len())?,
-        kept: Vec::new(),
-        count: 0,
-    };
+    let mut checkpoints = fallible::vec_with_capacity(most_checkpoints(types.len()) + SEGMENTS)?;
+    let mut segments = fallible::vec_with_capacity(SEGMENTS)?;
+    let mut kept = Vec::new();
     // Checkpoint `c` of lane `k` of the group being walked at `LANES * c + k`.
     let mut lane_checkpoints = zeroed::<u32>(LANES * most_checkpoints(widest))?;
     // The group's records of `keep`'s kinds: (position, index within the lane * LANES + lane),
     // as many as fit; grown and the group walked again when more were found.
     let mut of_kinds = zeroed::<(u32, u32)>(4096)?;
     let mut group = 0;
-    while group < groups.len() {
+    let mut first = 0u32;
+    while group < GROUPS {
         let mut starts = [0; LANES];
         starts.copy_from_slice(&bounds[group * LANES..][..LANES]);
         let mut ends = [0; LANES];
@@ -558,21 +481,24 @@ fn walk_groups<E: Endian, F: Fn(usize, u32) -> bool>(
             }
         }
         for lane in 0..LANES {
-            let first = part.count;
-            // Within the capacity: a segment per lane of each group.
-            part.segments.push((first, part.checkpoints.len() as u32));
+            fallible::push(&mut segments, (first, checkpoints.len() as u32))?;
             let cuts = counts[lane].div_ceil(STRIDE) as usize;
-            part.checkpoints.try_reserve(cuts)?;
-            part.checkpoints
-                .extend(lane_checkpoints.iter().skip(lane).step_by(LANES).take(cuts));
-            part.kept.try_reserve(lane_kept[lane].len())?;
-            part.kept
-                .extend(lane_kept[lane].iter().map(|local| first + local));
-            part.count = first.saturating_add(counts[lane]);
+            checkpoints.try_reserve(cuts)?;
+            checkpoints.extend(lane_checkpoints.iter().skip(lane).step_by(LANES).take(cuts));
+            kept.try_reserve(lane_kept[lane].len())?;
+            kept.extend(lane_kept[lane].iter().map(|local| first + local));
+            first = first.saturating_add(counts[lane]);
         }
         group += 1;
     }
-    Ok(Some(part))
+    let index = TypeIndex {
+        checkpoints,
+        segments,
+        count: first,
+        stride: STRIDE,
+        layout: None,
+    };
+    Ok(Some((index, kept)))
 }
 
 /// A vector of `len` zeros (`T::default()`), allocated fallibly.

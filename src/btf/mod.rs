@@ -88,13 +88,6 @@ pub struct UnknownType {
     pub vlen: u16,
 }
 
-/// Two pieces of work, run at once where the caller has two threads: the core has none of its
-/// own. [`Btf::parse_filtered`] walks the two halves of a large type section with it.
-pub trait Fork: Sync {
-    /// Run `a` and `b`, in either order or at once; return once both are done.
-    fn join(&self, a: &mut (dyn FnMut() + Send), b: &mut (dyn FnMut() + Send));
-}
-
 /// How much of a BTF is checked when it is parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Validation {
@@ -112,18 +105,18 @@ pub enum Validation {
 impl<'a> Btf<'a> {
     /// Parse and validate a raw base BTF blob (e.g. `/sys/kernel/btf/vmlinux`).
     pub fn parse(data: &'a [u8]) -> Result<Btf<'a>> {
-        Ok(parse::parse(data, None, Validation::Full, None, None)?.0)
+        Ok(parse::parse(data, None, Validation::Full, None)?.0)
     }
 
     /// Parse and validate a raw split BTF blob (e.g. `/sys/kernel/btf/<module>`) on `base`.
     pub fn parse_split(data: &'a [u8], base: &'a Btf<'a>) -> Result<Btf<'a>> {
-        Ok(parse::parse(data, Some(base), Validation::Full, None, None)?.0)
+        Ok(parse::parse(data, Some(base), Validation::Full, None)?.0)
     }
 
     /// Parse raw BTF, or the `.BTF` section when `data` is an ELF file (vmlinux image, `.ko`,
     /// BPF object), optionally split on `base`.
     pub fn parse_raw_or_elf(data: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf<'a>> {
-        Ok(parse::parse(parse::btf_bytes(data)?, base, Validation::Full, None, None)?.0)
+        Ok(parse::parse(parse::btf_bytes(data)?, base, Validation::Full, None)?.0)
     }
 
     /// Like [`Btf::parse_raw_or_elf`], with the given validation.
@@ -132,27 +125,19 @@ impl<'a> Btf<'a> {
         base: Option<&'a Btf<'a>>,
         validation: Validation,
     ) -> Result<Btf<'a>> {
-        Ok(parse::parse(parse::btf_bytes(data)?, base, validation, None, None)?.0)
+        Ok(parse::parse(parse::btf_bytes(data)?, base, validation, None)?.0)
     }
 
     /// Like [`Btf::parse_with`], also returning, in id order, the ids of the types this BTF
     /// defines itself that `filter` lets through (as [`Btf::filtered`] would), found by the
-    /// parse's own pass over the types; with `fork`, that pass walks both halves of a large
-    /// type section at once.
+    /// parse's own pass over the types.
     pub fn parse_filtered(
         data: &'a [u8],
         base: Option<&'a Btf<'a>>,
         validation: Validation,
         filter: &NameFilter,
-        fork: Option<&dyn Fork>,
     ) -> Result<(Btf<'a>, Vec<u32>)> {
-        parse::parse(
-            parse::btf_bytes(data)?,
-            base,
-            validation,
-            Some(filter),
-            fork,
-        )
+        parse::parse(parse::btf_bytes(data)?, base, validation, Some(filter))
     }
 
     /// The base BTF of a split BTF.

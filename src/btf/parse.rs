@@ -187,7 +187,6 @@ pub(super) fn parse<'a>(
     base: Option<&'a Btf<'a>>,
     validation: Validation,
     filter: Option<&NameFilter>,
-    fork: Option<&dyn super::Fork>,
 ) -> Result<(Btf<'a>, Vec<u32>)> {
     let header = parse_header(data)?;
     if let Some(base) = base
@@ -232,7 +231,7 @@ pub(super) fn parse<'a>(
         test: |pos, info| filter.is_some_and(|filter| unindexed.passes(filter, pos, info)),
     };
     let (index, mut kept) =
-        TypeIndex::build(types, header.endian, start_id, &keep, layout.as_ref(), fork)?;
+        TypeIndex::build(types, header.endian, start_id, &keep, layout.as_ref())?;
     let words = (index.len() as usize).div_ceil(64);
     let mut btf = Btf {
         index,

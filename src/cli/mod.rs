@@ -16,7 +16,7 @@ pub mod select;
 pub mod threads;
 pub mod verdicts;
 
-use btfgen::btf::{Btf, Fork, NameFilter, Validation};
+use btfgen::btf::{Btf, NameFilter, Validation};
 use btfgen::core::relocate::local_type_names;
 use btfgen::core::{BtfSource, CandidateIndex, ScanPlan, Targets};
 use btfgen::fs::Durability;
@@ -211,30 +211,22 @@ impl TargetFiles {
     /// (a run reads a few hundred of a kernel's ~100k types); the minimized output is
     /// validated in full by the library. With a `filter`, each parse also scans its BTF with
     /// it, and `f` gets what each let through, in libbpf's search order
-    /// ([`btfgen::core::CandidateIndex::absorb`]). A large BTF is indexed on both cores
-    /// ([`threads::Threads`]).
+    /// ([`btfgen::core::CandidateIndex::absorb`]).
     pub fn with_targets<T>(
         &self,
         filter: Option<&NameFilter>,
         f: impl FnOnce(&Targets<'_>, &[(BtfSource, &[u32])]) -> CliResult<T>,
     ) -> CliResult<T> {
-        let fork = Some(&threads::Threads as &dyn Fork);
         let base = match &self.base {
-            Some((name, data)) => Some(parse_target(data, None, name, filter, fork)?),
+            Some((name, data)) => Some(parse_target(data, None, name, filter)?),
             None => None,
         };
         let (main_name, main_data) = &self.main;
-        let main = parse_target(
-            main_data,
-            base.as_ref().map(|b| &b.0),
-            main_name,
-            filter,
-            fork,
-        )?;
+        let main = parse_target(main_data, base.as_ref().map(|b| &b.0), main_name, filter)?;
         let modules = self
             .modules
             .iter()
-            .map(|(name, data)| parse_target(data, Some(&main.0), name, filter, fork))
+            .map(|(name, data)| parse_target(data, Some(&main.0), name, filter))
             .collect::<CliResult<Vec<_>>>()?;
         let mut targets = Targets::new(&main.0);
         let mut found = Vec::new();
@@ -257,10 +249,9 @@ fn parse_target<'a>(
     base: Option<&'a Btf<'a>>,
     name: &str,
     filter: Option<&NameFilter>,
-    fork: Option<&dyn Fork>,
 ) -> CliResult<(Btf<'a>, Vec<u32>)> {
     match filter {
-        Some(filter) => Btf::parse_filtered(data, base, Validation::OnUse, filter, fork),
+        Some(filter) => Btf::parse_filtered(data, base, Validation::OnUse, filter),
         None => Btf::parse_with(data, base, Validation::OnUse).map(|btf| (btf, Vec::new())),
     }
     .map_err(context(name))

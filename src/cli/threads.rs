@@ -1,8 +1,7 @@
-//! The second core: one helper thread beside the main one, for the start-up work that splits
-//! in two (the objects' parse beside the kernel's read, the halves of the kernel's index).
+//! The second core: one helper thread beside the main one, for the work of many objects (their
+//! parse beside the kernel's read, their relocation).
 
 use super::{CliError, CliResult};
-use btfgen::btf::Fork;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -26,14 +25,23 @@ pub fn each_beside<A, T: Send + Sync>(
             let _ = cell.set(work(i));
         }
     };
-    let (a, ()) = beside(
-        || {
-            let a = first();
-            take();
-            a
-        },
-        take,
-    );
+    // One task: a thread would cost more than it could take over (measured: a one-object
+    // run 2.2 ms without against 2.7 ms with).
+    let a = if count < 2 {
+        let a = first();
+        take();
+        a
+    } else {
+        beside(
+            || {
+                let a = first();
+                take();
+                a
+            },
+            take,
+        )
+        .0
+    };
     let results = done
         .into_iter()
         .map(|cell| {
@@ -96,13 +104,4 @@ fn pin(cpu: usize) {
     let mut set = rustix::thread::CpuSet::new();
     set.set(cpu);
     let _ = rustix::thread::sched_setaffinity(None, &set);
-}
-
-/// The core's [`Fork`] on two threads ([`beside`]).
-pub struct Threads;
-
-impl Fork for Threads {
-    fn join(&self, a: &mut (dyn FnMut() + Send), b: &mut (dyn FnMut() + Send)) {
-        beside(a, b);
-    }
 }

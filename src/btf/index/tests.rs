@@ -7,17 +7,6 @@ use super::*;
 use crate::btf::Kind;
 use alloc::vec;
 
-/// Runs the second half of a build before the first: a forked build must not depend on the
-/// order its halves finish in.
-struct Reversed;
-
-impl Fork for Reversed {
-    fn join(&self, a: &mut (dyn FnMut() + Send), b: &mut (dyn FnMut() + Send)) {
-        b();
-        a();
-    }
-}
-
 const NOTHING: Keep<fn(usize, u32) -> bool> = Keep {
     kinds: KindSet::EMPTY,
     test: |_, _| false,
@@ -72,17 +61,7 @@ fn check_index_with(
         kinds: KindSet::EMPTY.with(Kind::Func).with(Kind::Ptr),
         test: |_, info| is_func(info),
     };
-    let (index, kept) = TypeIndex::build(types, endian, 1, &keep, layout, None).unwrap();
-    let (forked, forked_kept) =
-        TypeIndex::build(types, endian, 1, &keep, layout, Some(&Reversed)).unwrap();
-    assert_eq!(forked_kept, kept);
-    assert_eq!(forked.len(), index.len());
-    for i in 0..=index.len() {
-        assert_eq!(
-            forked.offset(types, endian, i),
-            index.offset(types, endian, i)
-        );
-    }
+    let (index, kept) = TypeIndex::build(types, endian, 1, &keep, layout).unwrap();
     let funcs: Vec<u32> = (0..records.len() as u32)
         .filter(|&i| is_func(records[i as usize].1))
         .collect();
@@ -123,22 +102,7 @@ fn agrees_with_reference(types: &[u8], endian: Endianness) -> bool {
         kinds: KindSet::EMPTY.with(Kind::Struct).with(Kind::Func),
         test: |pos, _| odd_name(pos),
     };
-    let built = TypeIndex::build(types, endian, 1, &keep, None, None);
-    let forked = TypeIndex::build(types, endian, 1, &keep, None, Some(&Reversed));
-    match (&built, &forked) {
-        (Ok((index, kept)), Ok((forked, forked_kept))) => {
-            assert_eq!(kept, forked_kept);
-            assert_eq!(index.len(), forked.len());
-            for i in 0..=index.len() {
-                assert_eq!(
-                    forked.offset(types, endian, i),
-                    index.offset(types, endian, i)
-                );
-            }
-        }
-        (Err(a), Err(b)) => assert_eq!(a, b),
-        _ => panic!("the forked build and the build alone disagree"),
-    }
+    let built = TypeIndex::build(types, endian, 1, &keep, None);
     let reference = match endian {
         Endianness::Little => build_sequential(types, LittleEndian, 1, &keep, None),
         Endianness::Big => build_sequential(types, BigEndian, 1, &keep, None),
@@ -291,7 +255,7 @@ fn unknown_kinds_are_walked_with_the_layout() {
         let index = check_index_with(&types, endian, &records, Some(&layout));
         assert!(index.has_unknown_kinds());
         // Without the layout, the first unknown record is an error naming it.
-        let err = TypeIndex::build(&types, endian, 1, &NOTHING, None, None).unwrap_err();
+        let err = TypeIndex::build(&types, endian, 1, &NOTHING, None).unwrap_err();
         let first = records.iter().position(|r| r.1 >> 24 >= 20).unwrap();
         assert_eq!(
             err,
@@ -323,7 +287,7 @@ fn a_bad_record_anywhere_fails_with_the_first_error() {
         let mut bad = types.clone();
         let (pos, _) = records[at];
         bad[pos + 7] = 0; // kind 0 (UNKN)
-        let err = TypeIndex::build(&bad, endian, 1, &NOTHING, None, None).unwrap_err();
+        let err = TypeIndex::build(&bad, endian, 1, &NOTHING, None).unwrap_err();
         let reason = "unknown kind";
         assert_eq!(
             err,
@@ -336,7 +300,7 @@ fn a_bad_record_anywhere_fails_with_the_first_error() {
     }
     let truncated = &types[..types.len() - 4];
     let (last, _) = records[records.len() - 1];
-    let err = TypeIndex::build(truncated, endian, 1, &NOTHING, None, None).unwrap_err();
+    let err = TypeIndex::build(truncated, endian, 1, &NOTHING, None).unwrap_err();
     let expected = match types.len() - 4 - last {
         n if n < 8 => Error::Truncated {
             what: "BTF type header",
@@ -386,7 +350,7 @@ fn corrupted_sections_index_as_the_reference_walk_does() {
             };
             types[at..at + 4].copy_from_slice(&endian.write_u32(value));
         }
-        let built = TypeIndex::build(&types, endian, 1, &NOTHING, None, None);
+        let built = TypeIndex::build(&types, endian, 1, &NOTHING, None);
         match (built, reference(&types, endian)) {
             (Ok((index, _)), Ok(offsets)) => {
                 lanes_used += usize::from(index.segments.len() == SEGMENTS);

@@ -720,8 +720,7 @@ fn minimize(
     let data: &[u8] = converted.as_deref().unwrap_or(data);
     // Parsed and indexed as min-core-btf parses its INPUT (candidates found by the parse's
     // own pass), so that the outputs are the same.
-    // Kernels are minimized on every core already: one thread each.
-    let (btf, ids) = parse_target(data, None, &name.to_string(), Some(plan.filter()), None)?;
+    let (btf, ids) = parse_target(data, None, &name.to_string(), Some(plan.filter()))?;
     let targets = Targets::new(&btf);
     let mut index = CandidateIndex::new();
     index
