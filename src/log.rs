@@ -435,17 +435,6 @@ fn patched(program: &str, relo: u32, insn: u32, code: u8, res: &Resolution, patc
     }
 }
 
-/// Whether [`LibbpfLog`] logged more than debug lines while relocating what gave `relocated`:
-/// it warns of a failed relocation (an ambiguous one included) and of a memory access patched
-/// without adjusting its size, and of nothing else. Kept next to the messages it must agree
-/// with.
-pub fn warns(relocated: &crate::core::relocate::RelocatedObject<'_, '_>) -> bool {
-    relocated.relocations.iter().any(|r| match &r.outcome {
-        Err(_) => true,
-        Ok((resolved, _)) => resolved.res.fail_memsz_adjust && resolved.res.poison.is_none(),
-    })
-}
-
 /// A relocation that failed: `prog 'NAME': relo #N: failed to relocate: REASON` (libbpf prints
 /// the errno where this prints the reason).
 fn relocation_failed(program: &str, relo: u32, error: &Error) {

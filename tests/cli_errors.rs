@@ -189,8 +189,7 @@ fn min_core_btf_unwritable_output_leaves_nothing() {
 
 #[test]
 fn min_core_btf_names_the_first_bad_object() {
-    // The objects are parsed on two threads; the error must still be the first bad object's
-    // in argument order, whichever thread reaches which first.
+    // The error is the first bad object's in argument order, whatever follows it.
     let target = data("targets/btf__fields.btf");
     let good = data("progs/fields.bpf.o");
     let tmp = TempDir::new("min_core_btf_first_bad");

@@ -102,9 +102,8 @@ fn debug_log_has_one_spec_line_per_relocation() {
     }
 }
 
-/// Several objects are relocated on two threads without the log, and those that would warn
-/// again, logged, in order: the warnings of a run are those of each object alone, in the
-/// objects' order, none lost or doubled.
+/// The warnings of a run of several objects are those of each object alone, in the objects'
+/// order, none lost or doubled.
 #[test]
 fn warnings_of_several_objects_come_in_their_order() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_log_order");

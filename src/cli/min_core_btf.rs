@@ -3,14 +3,13 @@
 //! and the example object the repo ships, writing `min.btf`.
 
 use super::modules::ModuleArgs;
-use super::objects::{LocalObject, parse_objects_beside};
-use super::threads;
+use super::objects::{LocalObject, parse_objects};
 use super::verdicts::{KernelVerdicts, VerdictCounts};
 use super::{
     CliError, CliResult, DwarfArgs, Input, TargetFiles, context, report, scan_plan, write_atomic,
 };
 use btfgen::core::CandidateIndex;
-use btfgen::core::relocate::{RelocatedObject, local_type_names};
+use btfgen::core::relocate::local_type_names;
 use btfgen::core::verdict;
 use btfgen::minimize::RelocInfo;
 use std::path::{Path, PathBuf};
@@ -106,28 +105,24 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     for path in &args.objects {
         objects.push((path.display().to_string(), Input::open(path)?));
     }
-    // The kernel's BTF is read while the objects are parsed.
-    let (read, parsed) = parse_objects_beside(&objects, || -> CliResult<_> {
-        let embedded = args.input.is_none() && !input.exists();
-        Ok(if embedded {
-            eprintln!(
-                "btfgen: {} not found; using the example kernel BTF {EXAMPLE_KERNEL_NAME}",
-                input.display()
-            );
-            let files = TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF);
-            (files, Vec::new())
-        } else {
-            let files = TargetFiles::read(
-                &input,
-                args.base_btf.as_deref(),
-                &args.module_btf,
-                &args.dwarf,
-            )?;
-            (files, args.modules.module_btfs(&input)?)
-        })
-    });
-    let (files, dir_modules) = read?;
-    let parsed = parsed?;
+    let embedded = args.input.is_none() && !input.exists();
+    let (files, dir_modules) = if embedded {
+        eprintln!(
+            "btfgen: {} not found; using the example kernel BTF {EXAMPLE_KERNEL_NAME}",
+            input.display()
+        );
+        let files = TargetFiles::embedded(EXAMPLE_KERNEL_NAME, EXAMPLE_KERNEL_BTF);
+        (files, Vec::new())
+    } else {
+        let files = TargetFiles::read(
+            &input,
+            args.base_btf.as_deref(),
+            &args.module_btf,
+            &args.dwarf,
+        )?;
+        (files, args.modules.module_btfs(&input)?)
+    };
+    let parsed = parse_objects(&objects)?;
     // The objects' type names are known before the targets are parsed, so each target's parse
     // finds their candidates in the same pass.
     let plan = scan_plan(parsed.iter().map(|o| (o.name, &o.object, &o.btf)))?;
@@ -174,28 +169,6 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
         .ok_or_else(|| CliError("internal error: module BTFs checked twice".into()))
 }
 
-/// One object's relocation, or why it failed as a whole.
-type Relocated<'o, 't> = btfgen::error::Result<RelocatedObject<'o, 't>>;
-
-/// Every object relocated on both cores ([`threads::each_beside`]), without the log, where
-/// several are and the log shows no relocation's steps (`-v` shows them all, in order); `None`
-/// each otherwise. The loop that records them in order relocates again, logged, any that
-/// fails or would have warned.
-fn relocate_beside<'o, 't>(
-    info: &RelocInfo<'t>,
-    parsed: &[LocalObject<'o>],
-) -> CliResult<Vec<Option<Relocated<'o, 't>>>> {
-    if parsed.len() < 2 || log::log_enabled!(target: btfgen::log::TARGET, log::Level::Debug) {
-        return Ok(Vec::new());
-    }
-    let ((), relocated) = threads::each_beside(
-        parsed.len(),
-        || (),
-        |i| Some(info.relocate_unlogged(&parsed[i].object, &parsed[i].btf)),
-    );
-    relocated
-}
-
 /// What the summary line says of the input BTF.
 struct Source {
     /// Bytes of BTF read (converted, for DWARF).
@@ -226,7 +199,6 @@ fn minimize(
     // The entry programs (their verdicts, and each relocation's callers) are read by the
     // report, --explain and the summary line; a quiet run without either skips them.
     let judge = store.is_some() || args.explain || !super::quiet();
-    let mut early = relocate_beside(&info, parsed)?;
     let mut failed = None;
     for (
         at,
@@ -237,12 +209,7 @@ fn minimize(
         },
     ) in parsed.iter().enumerate()
     {
-        let relocated = match early.get_mut(at).and_then(Option::take) {
-            Some(Ok(relocated)) if !btfgen::log::warns(&relocated) => relocated,
-            // None relocated yet, or it fails or would have warned: relocated here, logged,
-            // so the log is in the objects' order.
-            _ => info.relocate(obj, local).map_err(context(name))?,
-        };
+        let relocated = info.relocate(obj, local).map_err(context(name))?;
         let programs = if !judge {
             Vec::new()
         } else if store.is_none() && !args.explain && verdict::all_load(obj, &relocated) {

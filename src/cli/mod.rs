@@ -13,7 +13,6 @@ pub mod objects;
 pub mod relocate;
 pub mod report;
 pub mod select;
-pub mod threads;
 pub mod verdicts;
 
 use btfgen::btf::{Btf, NameFilter, Validation};

@@ -26,28 +26,6 @@ where
         .collect()
 }
 
-/// [`parse_objects`] on both cores, beside `first` (the caller's other start-up work, such as
-/// reading the kernel's BTF): a helper thread starts on the objects while this one runs
-/// `first`, then both take objects from one queue. Validating the objects' `.BTF` whole is
-/// most of a many-object run's start-up. The result is one thread's: `first`'s, and the first
-/// object that fails is the error. If no thread can be started, all runs on this one.
-pub fn parse_objects_beside<'a, D, T>(
-    files: &'a [(String, D)],
-    first: impl FnOnce() -> T,
-) -> (T, CliResult<Vec<LocalObject<'a>>>)
-where
-    D: std::ops::Deref<Target = [u8]> + Sync,
-{
-    let (first, parsed) = super::threads::each_beside(files.len(), first, |i| {
-        let (name, data) = &files[i];
-        parse_object(name, data)
-    });
-    (
-        first,
-        parsed.and_then(|parsed| parsed.into_iter().collect()),
-    )
-}
-
 /// Parse one object's ELF and `.BTF`, naming it in the error.
 pub fn parse_object<'a>(name: &'a str, data: &'a [u8]) -> CliResult<LocalObject<'a>> {
     let object = BpfObject::parse(data).map_err(context(name))?;

@@ -118,13 +118,6 @@ pub trait EventSink {
     fn event(&mut self, event: RelocEvent<'_>);
 }
 
-/// A sink that drops every event: relocation without a log.
-pub struct Silent;
-
-impl EventSink for Silent {
-    fn event(&mut self, _: RelocEvent<'_>) {}
-}
-
 #[cfg(test)]
 mod tests {
     //! The event stream for two fixtures, against the steps libbpf 1.1 logs for them (Debian's

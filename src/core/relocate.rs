@@ -87,36 +87,7 @@ pub fn relocate_object<'o, 't>(
     sink: &mut dyn EventSink,
 ) -> Result<RelocatedObject<'o, 't>> {
     index.ensure(targets, local_type_names(obj, local)?.iter().copied())?;
-    relocate_indexed(obj, local, targets, index, sink)
-}
 
-/// [`relocate_object`] with an `index` that must already hold every name `obj`'s records
-/// start from (fails otherwise): it is only read, so objects can be relocated at once.
-pub fn relocate_with_index<'o, 't>(
-    obj: &BpfObject<'o>,
-    local: &Btf<'o>,
-    targets: &Targets<'t>,
-    index: &CandidateIndex,
-    sink: &mut dyn EventSink,
-) -> Result<RelocatedObject<'o, 't>> {
-    if !index
-        .plan(local_type_names(obj, local)?.iter().copied())?
-        .is_empty()
-    {
-        return Err(Error::InvalidArgument(
-            "relocating with a candidate index that lacks the object's type names",
-        ));
-    }
-    relocate_indexed(obj, local, targets, index, sink)
-}
-
-fn relocate_indexed<'o, 't>(
-    obj: &BpfObject<'o>,
-    local: &Btf<'o>,
-    targets: &Targets<'t>,
-    index: &CandidateIndex,
-    sink: &mut dyn EventSink,
-) -> Result<RelocatedObject<'o, 't>> {
     let target_is_le = obj.endian().is_little_endian();
     let mut cache = CandidateCache::new();
     // Room for every record at once: the list is kept whole until the object is recorded,

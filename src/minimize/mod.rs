@@ -5,11 +5,8 @@ mod emit;
 pub mod marks;
 
 use crate::btf::Btf;
-use crate::core::events::Silent;
 use crate::core::programs::{self, AppliedRelocations};
-use crate::core::relocate::{
-    RelocatedObject, local_type_names, relocate_object, relocate_with_index,
-};
+use crate::core::relocate::{RelocatedObject, local_type_names, relocate_object};
 use crate::core::{Candidate, CandidateIndex, RelocKind, Targets};
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -152,19 +149,6 @@ impl<'t> RelocInfo<'t> {
         local: &Btf<'o>,
     ) -> Result<RelocatedObject<'o, 't>> {
         relocate_object(obj, local, &self.targets, &mut self.index, &mut LibbpfLog)
-    }
-
-    /// [`RelocInfo::relocate`] without the log, reading this info only, so that several objects
-    /// can be relocated at once: the candidate index must already hold every name the object's
-    /// records start from (an info [`RelocInfo::with_index`] made from a plan that covered it);
-    /// fails otherwise. [`crate::log::warns`] says whether [`RelocInfo::relocate`] would have
-    /// logged more than debug lines for the same object.
-    pub fn relocate_unlogged<'o>(
-        &self,
-        obj: &BpfObject<'o>,
-        local: &Btf<'o>,
-    ) -> Result<RelocatedObject<'o, 't>> {
-        relocate_with_index(obj, local, &self.targets, &self.index, &mut Silent)
     }
 
     /// Record what the relocations of one object (from [`RelocInfo::relocate`] on this info)
