@@ -29,8 +29,9 @@ use crate::fallible;
 use alloc::vec::Vec;
 use object::endian::{BigEndian, Endian, LittleEndian};
 
-/// One checkpoint per this many records.
-pub(super) const STRIDE: u32 = 8;
+/// One checkpoint per this many records: `1 << STRIDE_SHIFT`.
+pub(super) const STRIDE: u32 = 1 << STRIDE_SHIFT;
+const STRIDE_SHIFT: u32 = 3;
 /// Chains walked at once ([`walk_lanes`] is written out for four).
 const LANES: usize = 4;
 /// Groups of [`LANES`] adjacent segments the build walks one after another. A record's length
@@ -133,8 +134,10 @@ pub(super) struct TypeIndex {
     segments: Vec<(u32, u32)>,
     /// Number of records.
     count: u32,
-    /// Records per checkpoint: [`STRIDE`], or 1 for a small section.
-    stride: u32,
+    /// Records per checkpoint as a shift, `log2(STRIDE)` or 0 (every record) for a small
+    /// section: a lookup shifts and masks where a division by a stride read from memory would
+    /// cost more than the rest of it.
+    stride_shift: u32,
     /// The layout section, kept only when a record is of a kind btfgen does not know: walks
     /// then size records with it.
     layout: Option<Layout>,
@@ -201,9 +204,9 @@ impl TypeIndex {
             .checked_sub(1)?;
         let &(first, base) = self.segments.get(segment)?;
         let local = index - first;
-        let at = base as usize + (local / self.stride) as usize;
+        let at = base as usize + (local >> self.stride_shift) as usize;
         let mut pos = *self.checkpoints.get(at)? as usize;
-        for _ in 0..local % self.stride {
+        for _ in 0..local & ((1 << self.stride_shift) - 1) {
             pos += self.record(types, endian, pos)?.0;
         }
         Some(pos)
@@ -273,7 +276,7 @@ impl TypeIndex {
             .partition_point(|s| s.1 <= at)
             .saturating_sub(1);
         let &(first, base) = self.segments.get(segment).unwrap_or(&(0, 0));
-        first + (at - base) * self.stride
+        first + ((at - base) << self.stride_shift)
     }
 }
 
@@ -322,13 +325,13 @@ fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
     layout: Option<&Layout>,
 ) -> Result<Built> {
     let mut kept = Vec::new();
-    let stride = if types.len() < LANES_MIN_LEN {
-        1
+    let stride_shift = if types.len() < LANES_MIN_LEN {
+        0
     } else {
-        STRIDE
+        STRIDE_SHIFT
     };
     let mut checkpoints =
-        fallible::vec_with_capacity(types.len() / TYPE_HEADER_LEN / stride as usize + 1)?;
+        fallible::vec_with_capacity((types.len() / TYPE_HEADER_LEN >> stride_shift) + 1)?;
     let mut pos = 0usize;
     let mut count = 0u32;
     let mut unknown_kinds = false;
@@ -344,7 +347,7 @@ fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
         if keep.keeps(pos, info) {
             fallible::push(&mut kept, count)?;
         }
-        if count % stride == 0 {
+        if count & ((1 << stride_shift) - 1) == 0 {
             // Every record is at least 12 bytes: the capacity reserved above suffices.
             checkpoints.push(pos as u32);
         }
@@ -363,7 +366,7 @@ fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
         checkpoints,
         segments,
         count,
-        stride,
+        stride_shift,
         layout: if unknown_kinds { layout.copied() } else { None },
     };
     Ok((index, kept))
@@ -495,7 +498,7 @@ fn build_lanes<E: Endian, F: Fn(usize, u32) -> bool>(
         checkpoints,
         segments,
         count: first,
-        stride: STRIDE,
+        stride_shift: STRIDE_SHIFT,
         layout: None,
     };
     Ok(Some((index, kept)))

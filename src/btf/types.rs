@@ -177,6 +177,15 @@ impl<'a> Records<'a> {
         self.bytes.len() / self.record_len
     }
 
+    /// Whether record `index` exists: [`Records::len`] without its division, for accessors
+    /// called once per member of a struct by the thousand.
+    pub(crate) fn has(&self, index: usize) -> bool {
+        index
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(self.record_len))
+            .is_some_and(|end| end <= self.bytes.len())
+    }
+
     /// Word `word` of record `index`; records were bounds-checked when the type was decoded, so
     /// an out-of-range request is the caller's bug and reads as 0 rather than panicking.
     pub(crate) fn word(&self, index: usize, word: usize) -> u32 {
@@ -226,7 +235,7 @@ impl<'a> Composite<'a> {
 
     /// Member `index`, `None` past the end.
     pub fn member(&self, index: usize) -> Option<Member> {
-        if index >= self.len() {
+        if !self.records.has(index) {
             return None;
         }
         let raw_offset = self.records.word(index, 2);
@@ -296,7 +305,7 @@ impl<'a> Enum<'a> {
 
     /// Value `index`, `None` past the end.
     pub fn value(&self, index: usize) -> Option<EnumValue> {
-        if index >= self.len() {
+        if !self.records.has(index) {
             return None;
         }
         let is_64 = self.records.record_len == 12;
@@ -349,7 +358,7 @@ impl<'a> FuncProto<'a> {
 
     /// Parameter `index`, `None` past the end.
     pub fn param(&self, index: usize) -> Option<Param> {
-        (index < self.len()).then(|| Param {
+        self.records.has(index).then(|| Param {
             name_off: self.records.word(index, 0),
             type_id: self.records.word(index, 1),
         })
@@ -393,7 +402,7 @@ impl<'a> Datasec<'a> {
 
     /// Variable `index`, `None` past the end.
     pub fn var(&self, index: usize) -> Option<VarSecInfo> {
-        (index < self.len()).then(|| VarSecInfo {
+        self.records.has(index).then(|| VarSecInfo {
             type_id: self.records.word(index, 0),
             offset: self.records.word(index, 1),
             size: self.records.word(index, 2),
