@@ -331,7 +331,7 @@ fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
         STRIDE_SHIFT
     };
     let mut checkpoints =
-        fallible::vec_with_capacity((types.len() / TYPE_HEADER_LEN >> stride_shift) + 1)?;
+        fallible::vec_with_capacity(((types.len() / TYPE_HEADER_LEN) >> stride_shift) + 1)?;
     let mut pos = 0usize;
     let mut count = 0u32;
     let mut unknown_kinds = false;
