@@ -228,7 +228,9 @@ fn batch_fails_before_any_kernel_on_a_bad_object_or_an_empty_tree() {
 
 /// A tree of debug ELF files (`KERNEL.debug`: DWARF, no `.BTF`) next to a raw BTF: each one's
 /// BTF is converted from its DWARF, its output equals `min-core-btf` on that file alone, and the
-/// progress line, the summary and the report say which kernels came from DWARF.
+/// progress line, the summary and the report say which kernels came from DWARF. With
+/// `--keep-full`, each converted kernel's whole BTF is what `btfgen encode` writes for it, and
+/// nothing is written for a kernel given as BTF.
 #[test]
 fn batch_converts_debug_files_as_min_core_btf_does() {
     let tmp = TempDir::new("batch-dwarf");
@@ -247,8 +249,17 @@ fn batch_converts_debug_files_as_min_core_btf_does() {
         copy(&data(input), &tree.join(rel));
     }
     let object = data("dwarf/core.bpf.o");
+    let full = tmp.0.join("full");
     let mut args = batch_args(&tree, &out, std::slice::from_ref(&object));
-    args.splice(1..1, [Path::new("--report"), report.as_path()]);
+    args.splice(
+        1..1,
+        [
+            Path::new("--report"),
+            report.as_path(),
+            Path::new("--keep-full"),
+            full.as_path(),
+        ],
+    );
     let result = btfgen(&args);
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(result.status.success(), "{stderr}");
@@ -277,5 +288,18 @@ fn batch_converts_debug_files_as_min_core_btf_does() {
             .unwrap();
         let kind = if from_dwarf { "dwarf" } else { "btf" };
         assert_eq!(kernel["input_kind"], kind, "{kernel}");
+        let kept = full.join(&output);
+        if from_dwarf {
+            let encoded = tmp.0.join("encoded.btf");
+            let encode = btfgen(&[Path::new("encode"), &data(input), &encoded]);
+            assert!(encode.status.success());
+            assert_eq!(
+                std::fs::read(&kept).unwrap(),
+                std::fs::read(&encoded).unwrap(),
+                "{output}: --keep-full"
+            );
+        } else {
+            assert!(!kept.exists(), "{output}: a BTF input copied");
+        }
     }
 }

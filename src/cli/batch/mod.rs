@@ -81,6 +81,12 @@ pub struct BatchArgs {
     /// output recorded in OUT/index.json (or the journal of a run that was killed).
     #[arg(long)]
     resume: bool,
+    /// Also write the whole BTF of every kernel converted from DWARF (a KERNEL.debug), as
+    /// `btfgen encode` writes it, mirroring --btf-dir: DIR/DISTRO/VERSION/ARCH/KERNEL.btf (for
+    /// an archive of full BTFs, or a vmlinux.h). Kernels given as BTF are not copied; with
+    /// --resume, a kernel whose output is up to date is not converted again.
+    #[arg(long, value_name = "DIR")]
+    keep_full: Option<PathBuf>,
     /// Print the final summary as one JSON object on stdout.
     #[arg(long)]
     json: bool,
@@ -412,6 +418,7 @@ fn process(
         objects,
         plan,
         (input, unpacked),
+        args.keep_full.as_deref(),
         &mut verdicts,
         store.map(|s| (s, &mut rows)),
     );
@@ -695,14 +702,16 @@ fn verdict_counts(tally: &Tally) -> VerdictCounts {
 
 /// Minimize `objects` (whose candidates `plan` finds) against one kernel, whose file's bytes are
 /// `input`: the output bytes and what went in and out. `unpacked` is the calling thread's buffer
-/// for a packed kernel. Each entry program's verdict goes to `verdicts`, and with `rows`, its
-/// report row to the store and the row's number to the list (also when a relocation fails the
-/// kernel: every object is relocated).
+/// for a packed kernel. A kernel converted from DWARF has its whole BTF written under
+/// `keep_full` (`--keep-full`) too. Each entry program's verdict goes to `verdicts`, and with
+/// `rows`, its report row to the store and the row's number to the list (also when a
+/// relocation fails the kernel: every object is relocated).
 fn minimize(
     kernel: &Kernel,
     objects: &[LocalObject<'_>],
     plan: &ScanPlan<'_>,
     (input, unpacked): (&[u8], &mut Vec<u8>),
+    keep_full: Option<&Path>,
     verdicts: &mut KernelVerdicts,
     mut rows: Option<(&report::RowStore, &mut Vec<u32>)>,
 ) -> CliResult<(Vec<u8>, Done)> {
@@ -717,6 +726,13 @@ fn minimize(
     // A debug vmlinux's DWARF becomes its BTF here, as min-core-btf converts its INPUT.
     let converted =
         btfgen::dwarf_input::convert(&kernel.input, data, false, None).map_err(context(&name))?;
+    if let (Some(dir), Some(full)) = (keep_full, &converted) {
+        let path = dir.join(&kernel.relative);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(context(dir.display()))?;
+        }
+        write_atomic(&path, full)?;
+    }
     let data: &[u8] = converted.as_deref().unwrap_or(data);
     // Parsed and indexed as min-core-btf parses its INPUT (candidates found by the parse's
     // own pass), so that the outputs are the same.
