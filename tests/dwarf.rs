@@ -172,6 +172,15 @@ fn assert_same_as_pahole(elf: &str, reference: &str) {
     assert_eq!(ours.type_cnt(), theirs.type_cnt(), "{elf}: type count");
 }
 
+/// Relocatable objects (`gcc -c`, `clang -c`, as a kernel module's debug `.ko` is one): their
+/// debug sections' RELA relocations applied (offsets into `.debug_str`, `.debug_abbrev`,
+/// `.debug_line`, ...: all zero before), as pahole does through libdw.
+#[test]
+fn relocatable_objects_equal_pahole() {
+    assert_same_as_pahole("gcc-dwarf5-rel.o", "gcc-dwarf5-rel.pahole.btf");
+    assert_same_as_pahole("clang-19-dwarf5-rel.o", "clang-19-dwarf5-rel.pahole.btf");
+}
+
 #[test]
 fn gcc_dwarf4_equals_pahole() {
     assert_same_as_pahole("gcc-dwarf4.so", "gcc-dwarf4.pahole.btf");
@@ -294,6 +303,7 @@ fn malformed_input_is_an_error_not_a_panic() {
         "gcc-dwarf5.so",
         "clang-19-dwarf4-types.so",
         "clang-19-dwarf5-zstd.so",
+        "gcc-dwarf5-rel.o",
     ] {
         let elf = data(name);
         for len in (0..elf.len()).step_by(97) {

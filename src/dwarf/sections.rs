@@ -1,10 +1,18 @@
 //! The DWARF sections of an ELF file as gimli reads them: borrowed from the file where they
 //! are stored plain, decompressed into fallibly allocated buffers where they are not
-//! (`SHF_COMPRESSED` with zlib or zstd, and the legacy GNU `.zdebug_*` sections).
+//! (`SHF_COMPRESSED` with zlib or zstd, and the legacy GNU `.zdebug_*` sections). In a
+//! relocatable file (a kernel module's debug `.ko`, an object file), a section with RELA
+//! relocations (`.rela.debug_info` and the like: their addends are not in the section) is
+//! copied and relocated, as a linker would: offsets into `.debug_str`, `.debug_abbrev` and the
+//! other sections are only right then. A vmlinux (`ET_EXEC`) keeps any `--emit-relocs`
+//! sections unapplied: its values are final.
 
 use crate::error::{Error, Result};
 use alloc::vec::Vec;
-use object::{CompressionFormat, Object, ObjectSection, ObjectSymbol, SymbolKind};
+use object::{
+    CompressionFormat, Object, ObjectSection, ObjectSymbol, RelocationKind, RelocationTarget,
+    SymbolKind,
+};
 
 /// One section's bytes: the file's own, or a decompressed copy.
 enum Bytes<'a> {
@@ -36,32 +44,16 @@ const NEEDED: [gimli::SectionId; 8] = [
     gimli::SectionId::DebugLine,
 ];
 
-fn elf_error(reason: &'static str) -> Error {
-    Error::BadDwarf {
-        section: "ELF headers",
-        unit: u64::MAX,
-        die: u64::MAX,
-        reason,
-    }
-}
-
 impl<'a> Sections<'a> {
     /// Read the DWARF sections of the ELF file `data`. Fails on a file that is no ELF, on a
-    /// relocatable object whose `.debug_info` has RELA relocations (their addends are not in
-    /// the section, and applying them is not done yet; REL ones, as in BPF objects, keep the
-    /// offsets into `.debug_str` and `.debug_abbrev` in place), and on a compressed section
-    /// that does not decompress to its announced size.
+    /// compressed section that does not decompress to its announced size, and on a RELA
+    /// relocation of a relocatable file that is not an absolute 32- or 64-bit one inside its
+    /// section (REL ones, as in BPF objects, keep their addends in the section: it is read as
+    /// it is).
     pub fn read(data: &'a [u8]) -> Result<Sections<'a>> {
         let file = object::File::parse(data).map_err(|_| Error::BadElf("not an ELF file"))?;
         if file.format() != object::BinaryFormat::Elf {
             return Err(Error::BadElf("not an ELF file"));
-        }
-        if file.kind() == object::ObjectKind::Relocatable
-            && file.section_by_name(".rela.debug_info").is_some()
-        {
-            return Err(elf_error(
-                "a relocatable object's .rela.debug_info is not applied yet: link it first",
-            ));
         }
         let endian = if file.is_little_endian() {
             gimli::RunTimeEndian::Little
@@ -72,7 +64,7 @@ impl<'a> Sections<'a> {
         sections.try_reserve_exact(NEEDED.len())?;
         for id in NEEDED {
             if let Some(bytes) = section(&file, id.name())? {
-                sections.push((id, bytes));
+                sections.push((id, relocated(&file, id.name(), bytes)?));
             }
         }
         let mut functions = Vec::new();
@@ -103,6 +95,72 @@ impl<'a> Sections<'a> {
                 Bytes::Owned(v) => v.as_slice(),
             })
     }
+}
+
+/// Section `name`'s `bytes` with its RELA relocations applied, in a relocatable `file`; as they
+/// are otherwise. Each relocation writes the target symbol's value plus the addend: for the
+/// section symbols debug sections refer through, the offset into the section.
+fn relocated<'a>(
+    file: &object::File<'a>,
+    name: &'static str,
+    bytes: Bytes<'a>,
+) -> Result<Bytes<'a>> {
+    if file.kind() != object::ObjectKind::Relocatable {
+        return Ok(bytes);
+    }
+    let Some(section) = file.section_by_name(name) else {
+        return Ok(bytes);
+    };
+    let mut relocations = section
+        .relocations()
+        .filter(|(_, r)| !r.has_implicit_addend());
+    let Some(first) = relocations.next() else {
+        return Ok(bytes);
+    };
+    let bad = |reason| Error::BadDwarf {
+        section: name,
+        unit: u64::MAX,
+        die: u64::MAX,
+        reason,
+    };
+    let mut out = match bytes {
+        Bytes::Owned(out) => out,
+        Bytes::Borrowed(data) => crate::fallible::to_vec(data)?,
+    };
+    let little = file.is_little_endian();
+    for (offset, relocation) in core::iter::once(first).chain(relocations) {
+        if relocation.kind() != RelocationKind::Absolute {
+            return Err(bad("a relocation of a kind other than absolute"));
+        }
+        let symbol = match relocation.target() {
+            RelocationTarget::Symbol(index) => file
+                .symbol_by_index(index)
+                .map_err(|_| bad("a relocation names a symbol that does not exist"))?
+                .address(),
+            RelocationTarget::Absolute => 0,
+            _ => return Err(bad("a relocation of an unknown target")),
+        };
+        let value = symbol.wrapping_add(relocation.addend() as u64);
+        let width = usize::from(relocation.size() / 8);
+        let at = usize::try_from(offset).ok();
+        let Some(place) = at.and_then(|at| out.get_mut(at..at.checked_add(width)?)) else {
+            return Err(bad("a relocation outside its section"));
+        };
+        match width {
+            4 => place.copy_from_slice(&if little {
+                (value as u32).to_le_bytes()
+            } else {
+                (value as u32).to_be_bytes()
+            }),
+            8 => place.copy_from_slice(&if little {
+                value.to_le_bytes()
+            } else {
+                value.to_be_bytes()
+            }),
+            _ => return Err(bad("a relocation of a width other than 32 or 64 bits")),
+        }
+    }
+    Ok(Bytes::Owned(out))
 }
 
 /// Whether the ELF file `data` has DWARF type information (`.debug_info`, or its legacy

@@ -7,6 +7,9 @@
 #                                                        tags.c with clang only)
 #                              -> CC-dwarf4-types.so    (-gdwarf-4 -fdebug-types-section)
 #   atomic.c                   -> atomic-CC-dwarf5.so
+#   unit_a.c                   -> CC-dwarf5-rel.o       (-c: a relocatable object, its debug
+#                                                        sections relocated by .rela.debug_*,
+#                                                        as a kernel module's are)
 #   clang-19-dwarf5.so         -> clang-19-dwarf5-{zlib,zstd,zlib-gnu}.so
 #                                 (objcopy --compress-debug-sections)
 #   gcc-dwarf4.so              -> gcc-dwarf4-dwz.so     (dwz: partial units in the file)
@@ -57,8 +60,8 @@ so() { # CC OUT FLAGS... -- SOURCES...
 	"$cc" -shared -nostdlib $objs -o "$out"
 }
 
-pahole_btf() { # SO
-	"$PAHOLE" -J --btf_gen_floats --btf_encode_detached="${1%.so}.pahole.btf" "$1"
+pahole_btf() { # SO or O
+	"$PAHOLE" -J --btf_gen_floats --btf_encode_detached="${1%.*}.pahole.btf" "$1"
 }
 
 for v in 4 5; do
@@ -68,6 +71,11 @@ done
 so "$GCC" gcc-dwarf4-types.so -gdwarf-4 -fdebug-types-section -- unit_a.c unit_b.c
 so "$CLANG" clang-19-dwarf4-types.so -gdwarf-4 -fdebug-types-section -- unit_a.c unit_b.c
 so "$GCC" atomic-gcc-dwarf5.so -gdwarf-5 -- atomic.c
+for cc in "$GCC" "$CLANG"; do
+	name=$(basename "$cc" | sed 's/^gcc.*/gcc/')
+	"$cc" -g -gdwarf-5 -fPIC -O0 -fdebug-prefix-map="$here"=. -Wall -c unit_a.c -o "$name-dwarf5-rel.o"
+	pahole_btf "$name-dwarf5-rel.o"
+done
 so "$CLANG" atomic-clang-19-dwarf5.so -gdwarf-5 -- atomic.c
 
 "$CLANG" -target bpfel -g -O2 -fdebug-prefix-map="$here"=. -Wall -Werror -c core.bpf.c -o core.bpf.o
