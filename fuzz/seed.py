@@ -125,8 +125,13 @@ def main():
         size = rng.choice([64, 512, 4096, 16384, 65536])
         add("structured", bytes([i % 6]) + bytes(rng.getrandbits(8) for _ in range(size)))
     # ELF files with DWARF: gcc and clang, DWARF 4 and 5, type units, zlib/zstd/.zdebug
-    # sections, and a BPF object (relocatable, with .BTF) for dwarf_elf.
-    for path in sorted((DATA / "dwarf").glob("*.so")) + sorted((DATA / "dwarf").glob("*.o")):
+    # sections, relocatable objects (.ko: RELA debug relocations) and a BPF object
+    # (relocatable, with .BTF) for dwarf_elf.
+    for path in (
+        sorted((DATA / "dwarf").glob("*.so"))
+        + sorted((DATA / "dwarf").glob("*.o"))
+        + sorted((DATA / "dwarf").glob("*.ko"))
+    ):
         add("dwarf_elf", path.read_bytes())
     # dwarf_sup: a dwz -m input's length (u32 LE), the input, then its supplementary file.
     for sup in sorted((DATA / "dwarf").glob("*.sup")):

@@ -177,8 +177,8 @@ fn assert_same_as_pahole(elf: &str, reference: &str) {
 /// `.debug_line`, ...: all zero before), as pahole does through libdw.
 #[test]
 fn relocatable_objects_equal_pahole() {
-    assert_same_as_pahole("gcc-dwarf5-rel.o", "gcc-dwarf5-rel.pahole.btf");
-    assert_same_as_pahole("clang-19-dwarf5-rel.o", "clang-19-dwarf5-rel.pahole.btf");
+    assert_same_as_pahole("gcc-dwarf5-rel.ko", "gcc-dwarf5-rel.pahole.btf");
+    assert_same_as_pahole("clang-19-dwarf5-rel.ko", "clang-19-dwarf5-rel.pahole.btf");
 }
 
 #[test]
@@ -303,7 +303,7 @@ fn malformed_input_is_an_error_not_a_panic() {
         "gcc-dwarf5.so",
         "clang-19-dwarf4-types.so",
         "clang-19-dwarf5-zstd.so",
-        "gcc-dwarf5-rel.o",
+        "gcc-dwarf5-rel.ko",
     ] {
         let elf = data(name);
         for len in (0..elf.len()).step_by(97) {

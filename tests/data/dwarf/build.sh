@@ -7,9 +7,11 @@
 #                                                        tags.c with clang only)
 #                              -> CC-dwarf4-types.so    (-gdwarf-4 -fdebug-types-section)
 #   atomic.c                   -> atomic-CC-dwarf5.so
-#   unit_a.c                   -> CC-dwarf5-rel.o       (-c: a relocatable object, its debug
+#   unit_a.c                   -> CC-dwarf5-rel.ko      (-c: a relocatable object, its debug
 #                                                        sections relocated by .rela.debug_*,
-#                                                        as a kernel module's are)
+#                                                        as a kernel module's .ko is; named
+#                                                        .ko so that no test takes it for a
+#                                                        BPF object)
 #   clang-19-dwarf5.so         -> clang-19-dwarf5-{zlib,zstd,zlib-gnu}.so
 #                                 (objcopy --compress-debug-sections)
 #   gcc-dwarf4.so              -> gcc-dwarf4-dwz.so     (dwz: partial units in the file)
@@ -73,8 +75,8 @@ so "$CLANG" clang-19-dwarf4-types.so -gdwarf-4 -fdebug-types-section -- unit_a.c
 so "$GCC" atomic-gcc-dwarf5.so -gdwarf-5 -- atomic.c
 for cc in "$GCC" "$CLANG"; do
 	name=$(basename "$cc" | sed 's/^gcc.*/gcc/')
-	"$cc" -g -gdwarf-5 -fPIC -O0 -fdebug-prefix-map="$here"=. -Wall -c unit_a.c -o "$name-dwarf5-rel.o"
-	pahole_btf "$name-dwarf5-rel.o"
+	"$cc" -g -gdwarf-5 -fPIC -O0 -fdebug-prefix-map="$here"=. -Wall -c unit_a.c -o "$name-dwarf5-rel.ko"
+	pahole_btf "$name-dwarf5-rel.ko"
 done
 so "$CLANG" atomic-clang-19-dwarf5.so -gdwarf-5 -- atomic.c
 
