@@ -57,7 +57,8 @@ pub fn convert(
         return Ok(None);
     }
     let sup = supplementary_file(path, data, alt)?;
-    let btf = crate::dwarf::to_btf(data, sup.as_deref())?;
+    // The DWARF is read twice, unit after unit: pages read are let go as it goes.
+    let btf = crate::dwarf::to_btf_releasing(data, sup.as_deref(), &crate::mapped::release)?;
     // Read while mapped: a change meanwhile shows only now.
     if let Some(Err(changed)) = sup.as_ref().map(FileBytes::check) {
         return Err(DwarfInputError::Supplementary(format!(

@@ -178,6 +178,38 @@ pub fn check_all() -> Result<(), InputChanged> {
     (0..GUARD_SLOTS).try_for_each(check_slot)
 }
 
+/// Let this process drop the pages of `part` (bytes of a mapped input) until they are read
+/// again: for a long read of a large input (a debug vmlinux's DWARF, read in two passes), so
+/// that the part already read does not count twice, once in the page cache and once in this
+/// process's resident set. Pages partly outside `part` stay; bytes that are not of a mapped
+/// input are left alone.
+pub fn release(part: &[u8]) {
+    let page = PAGE_SIZE.load(Ordering::Relaxed);
+    if page == 0 || part.is_empty() {
+        return;
+    }
+    let start = part.as_ptr() as usize;
+    let end = start + part.len();
+    let (first, last) = (start.next_multiple_of(page), end / page * page);
+    if first >= last {
+        return;
+    }
+    let in_a_mapping = REGIONS.iter().any(|r| {
+        let (at, len) = (r.start.load(Ordering::Acquire), r.len.load(Ordering::Acquire));
+        at != 0 && at != usize::MAX && start >= at && end <= at.saturating_add(len)
+    });
+    if !in_a_mapping {
+        return;
+    }
+    // SAFETY: [first, last) lies inside a mapping of a guarded input that `part` borrows, so it
+    // stays mapped through this call. The mapping is private, read-only and file-backed (or,
+    // after a truncation, the guard's zero pages): MADV_DONTNEED only drops its page table
+    // entries, and the next read maps the file's page again, with the same bytes unless the
+    // file changed, which the guard's check reports as it does for any read of the mapping.
+    // Nothing is written through it.
+    let _ = unsafe { libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_DONTNEED) };
+}
+
 /// A mapped input, registered with the `SIGBUS` guard for as long as it lives.
 pub struct GuardedMap {
     map: memmap2::Mmap,

@@ -102,6 +102,24 @@ mod tests {
     }
 
     #[test]
+    fn released_pages_read_the_same_bytes_again() {
+        let _serial = serial();
+        let dir = temp_dir("released");
+        let (path, bytes) = file_of_pages(&dir, 8);
+        let input = Input::open(&path).unwrap();
+        assert!(matches!(input, Input::Mapped(_)));
+        assert_eq!(&input[..], &bytes[..]);
+        // Whole pages in the middle, a part of one page, and bytes that are not mapped.
+        btfgen::mapped::release(&input[100..bytes.len() - 100]);
+        btfgen::mapped::release(&input[10..20]);
+        btfgen::mapped::release(&bytes[..]);
+        assert_eq!(&input[..], &bytes[..]);
+        check_inputs().unwrap();
+        drop(input);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn truncation_under_the_mapping_reads_zeros_then_fails_the_check() {
         let _serial = serial();
         let dir = temp_dir("truncated");

@@ -20,7 +20,9 @@ use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
-use gimli::{AttributeValue, DwTag, EndianSlice, RunTimeEndian, UnitOffset, constants as dw};
+use gimli::{
+    AttributeValue, DwTag, EndianSlice, RunTimeEndian, Section, UnitOffset, constants as dw,
+};
 use hashbrown::HashMap;
 use walk::{A, Attrs};
 
@@ -137,6 +139,8 @@ struct Input<'a> {
     little: bool,
     /// The unit a pass is in, with its abbreviations: loaded before and dropped after it.
     current: Option<(usize, gimli::Unit<Reader<'a>>)>,
+    /// Told of each unit's bytes once a pass is done with them (they may be read again).
+    release: &'a dyn Fn(&[u8]),
 }
 
 /// What the conversion writes.
@@ -166,10 +170,12 @@ impl<'a, 'w> Converter<'a, 'w> {
     /// the units of `sup` (the supplementary file of a `dwz -m` input) that the input refers
     /// to (imports, or points a reference into), and that those refer to. Names are
     /// interned in `strings`.
+    /// `release` is told of each unit's bytes once a pass is done with them.
     pub fn new(
         sections: &'a super::sections::Sections<'a>,
         sup: Option<&'a super::sections::Sections<'a>>,
         strings: &'w mut BtfWriter,
+        release: &'a dyn Fn(&[u8]),
     ) -> Result<Converter<'a, 'w>> {
         let endian = sections.endian;
         let mut dwarf = load_dwarf(sections, ".debug_info")?;
@@ -186,6 +192,7 @@ impl<'a, 'w> Converter<'a, 'w> {
             signatures: Vec::new(),
             little: endian == RunTimeEndian::Little,
             current: None,
+            release,
         };
         input.read_headers()?;
         let mut next_id = 1u32;
@@ -195,6 +202,7 @@ impl<'a, 'w> Converter<'a, 'w> {
         for index in 0..input.units.len() {
             input.enter(index)?;
             input.assign_ids(index, &mut next_id, &mut wanted)?;
+            input.release_unit(index);
         }
         let mut next = 0;
         while let Some(&sup) = wanted.order.get(next) {
@@ -202,6 +210,7 @@ impl<'a, 'w> Converter<'a, 'w> {
             let index = input.add_sup_unit(sup)?;
             input.enter(index)?;
             input.assign_ids(index, &mut next_id, &mut wanted)?;
+            input.release_unit(index);
         }
         input.current = None;
         let mut types = Types::new()?;
@@ -224,6 +233,7 @@ impl<'a, 'w> Converter<'a, 'w> {
         for index in 0..input.units.len() {
             input.enter(index)?;
             input.convert_unit(&mut out, index)?;
+            input.release_unit(index);
         }
         input.current = None;
         let Output {
@@ -397,6 +407,24 @@ impl<'a> Input<'a> {
         self.dwarf.sup().ok_or_else(|| {
             at.err("a reference into a supplementary file (dwz -m), which was not given")
         })
+    }
+
+    /// Tell `release` that a pass is done with unit `index`'s bytes.
+    fn release_unit(&self, index: usize) {
+        let data = &self.units[index];
+        let Ok(dwarf) = self.dwarf_of(index) else {
+            return;
+        };
+        let section = if data.in_debug_types {
+            dwarf.debug_types.reader().slice()
+        } else {
+            dwarf.debug_info.reader().slice()
+        };
+        let start = usize::try_from(data.start).unwrap_or(usize::MAX);
+        let end = start.saturating_add(data.header.length_including_self());
+        if let Some(bytes) = section.get(start..end) {
+            (self.release)(bytes);
+        }
     }
 
     /// Where unit `index` starts, for its errors.

@@ -35,10 +35,23 @@ pub fn converts(data: &[u8], force_dwarf: bool) -> bool {
 
 /// The BTF of the DWARF types of ELF file `data`, in the file's byte order: every type of
 /// every unit, and of the units of `sup` (its [`supplementary`] file, which a `dwz -m` input
-/// needs) that it imports, deduplicated. The result is checked as [`crate::btf::Btf::parse`]
-/// checks any BTF: DWARF that is well-formed but describes impossible types (a member past
-/// the end of its struct) fails there, with the id of the type it became.
+/// needs) that it imports or refers into, deduplicated. The result is checked as
+/// [`crate::btf::Btf::parse`] checks any BTF: DWARF that is well-formed but describes
+/// impossible types (a member past the end of its struct) fails there, with the id of the
+/// type it became.
 pub fn to_btf(data: &[u8], sup: Option<&[u8]>) -> Result<Vec<u8>> {
+    to_btf_releasing(data, sup, &|_| {})
+}
+
+/// [`to_btf`], telling `release` of each unit's bytes (in `data` or `sup`) once a pass over
+/// the units is done with them: a caller whose input is mapped lets the kernel drop those
+/// pages from its resident set ([`crate::mapped::release`] with the `mapped` feature). The
+/// bytes may be read again later.
+pub fn to_btf_releasing(
+    data: &[u8],
+    sup: Option<&[u8]>,
+    release: &dyn Fn(&[u8]),
+) -> Result<Vec<u8>> {
     if !sections::has_debug_info(data) {
         return Err(Error::MissingSection(".debug_info"));
     }
@@ -59,7 +72,8 @@ pub fn to_btf(data: &[u8], sup: Option<&[u8]>) -> Result<Vec<u8>> {
         gimli::RunTimeEndian::Big => crate::btf::Endianness::Big,
     };
     let mut writer = BtfWriter::new(endian)?;
-    let mut types = convert::Converter::new(&sections, sup.as_ref(), &mut writer)?.convert()?;
+    let mut types =
+        convert::Converter::new(&sections, sup.as_ref(), &mut writer, release)?.convert()?;
     dedup::dedup(&mut types, &mut writer)?;
     let btf = writer.finish()?;
     crate::btf::Btf::parse(&btf)?;
