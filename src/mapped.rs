@@ -195,7 +195,10 @@ pub fn release(part: &[u8]) {
         return;
     }
     let in_a_mapping = REGIONS.iter().any(|r| {
-        let (at, len) = (r.start.load(Ordering::Acquire), r.len.load(Ordering::Acquire));
+        let (at, len) = (
+            r.start.load(Ordering::Acquire),
+            r.len.load(Ordering::Acquire),
+        );
         at != 0 && at != usize::MAX && start >= at && end <= at.saturating_add(len)
     });
     if !in_a_mapping {
@@ -207,7 +210,13 @@ pub fn release(part: &[u8]) {
     // entries, and the next read maps the file's page again, with the same bytes unless the
     // file changed, which the guard's check reports as it does for any read of the mapping.
     // Nothing is written through it.
-    let _ = unsafe { libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_DONTNEED) };
+    let _ = unsafe {
+        libc::madvise(
+            first as *mut libc::c_void,
+            last - first,
+            libc::MADV_DONTNEED,
+        )
+    };
 }
 
 /// A mapped input, registered with the `SIGBUS` guard for as long as it lives.

@@ -195,6 +195,9 @@ impl<'a, 'w> Converter<'a, 'w> {
             release,
         };
         input.read_headers()?;
+        // Reading every unit's header mapped a page around each (the kernel maps 16 at a
+        // time): let them go before the first pass reads the units one by one.
+        input.release_sections();
         let mut next_id = 1u32;
         // The supplementary units referred to, in the order found; each one's own references
         // are found while it is read, so this also grows as it is walked.
@@ -213,6 +216,7 @@ impl<'a, 'w> Converter<'a, 'w> {
             input.release_unit(index);
         }
         input.current = None;
+        input.release_sections();
         let mut types = Types::new()?;
         types.fill(next_id)?;
         let out = Output {
@@ -236,6 +240,7 @@ impl<'a, 'w> Converter<'a, 'w> {
             input.release_unit(index);
         }
         input.current = None;
+        input.release_sections();
         let Output {
             mut types, extra, ..
         } = out;
@@ -277,6 +282,10 @@ fn refers_to_sup(form: gimli::DwForm, in_sup: bool) -> bool {
         dw::DW_FORM_GNU_ref_alt | dw::DW_FORM_ref_sup4 | dw::DW_FORM_ref_sup8
     ) || (in_sup && form == dw::DW_FORM_ref_addr)
 }
+
+/// Units between two releases of every DWARF section ([`Input::release_unit`]): a madvise
+/// call each, over tens of megabytes that are mostly unmapped.
+const RELEASE_EVERY: usize = 64;
 
 /// Where a supplementary unit's header starts in its file's `.debug_info`.
 fn sup_start(header: &gimli::UnitHeader<Reader<'_>>) -> u64 {
@@ -409,8 +418,33 @@ impl<'a> Input<'a> {
         })
     }
 
-    /// Tell `release` that a pass is done with unit `index`'s bytes.
+    /// Tell `release` that the DWARF sections' bytes (the input's and its supplementary
+    /// file's) are not needed now: between the passes, and after them.
+    fn release_sections(&self) {
+        for dwarf in core::iter::once(&self.dwarf).chain(self.dwarf.sup()) {
+            for section in [
+                dwarf.debug_info.reader(),
+                dwarf.debug_types.reader(),
+                dwarf.debug_abbrev.reader(),
+                dwarf.debug_line.reader(),
+                dwarf.debug_str.reader(),
+                dwarf.debug_str_offsets.reader(),
+                dwarf.debug_line_str.reader(),
+                dwarf.debug_addr.reader(),
+            ] {
+                (self.release)(section.slice());
+            }
+        }
+    }
+
+    /// Tell `release` that a pass is done with unit `index`'s bytes; every
+    /// [`RELEASE_EVERY`] units, all sections' (abbreviations, strings, line program headers:
+    /// read a page at a time, so they gather over a pass).
     fn release_unit(&self, index: usize) {
+        if index % RELEASE_EVERY == RELEASE_EVERY - 1 {
+            self.release_sections();
+            return;
+        }
         let data = &self.units[index];
         let Ok(dwarf) = self.dwarf_of(index) else {
             return;

@@ -50,6 +50,11 @@ pub fn dedup(types: &mut Types, writer: &mut BtfWriter) -> Result<()> {
     for id in 1..n as u32 {
         d.ref_type(id, 0)?;
     }
+    // What the search needed (tens of megabytes for a kernel) is gone before the output grows.
+    d.hypot = Vec::new();
+    d.hypot_list = Vec::new();
+    d.chain = Vec::new();
+    d.table = HashTable::new();
     d.emit(writer)
 }
 

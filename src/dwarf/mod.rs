@@ -75,6 +75,8 @@ pub fn to_btf_releasing(
     let mut types =
         convert::Converter::new(&sections, sup.as_ref(), &mut writer, release)?.convert()?;
     dedup::dedup(&mut types, &mut writer)?;
+    // Every unit's records, most of the peak: gone before the output is laid out and checked.
+    drop(types);
     let btf = writer.finish()?;
     crate::btf::Btf::parse(&btf)?;
     Ok(btf)
