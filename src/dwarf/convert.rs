@@ -154,9 +154,9 @@ struct Output<'a, 'w> {
     index_type: Option<u32>,
     /// The function symbols, and whether a `FUNC` was emitted for each.
     functions: Vec<(&'a [u8], bool)>,
-    /// The name offset of each `.debug_str` offset interned, by whether that is the
-    /// supplementary file's `.debug_str` and the offset.
-    names: HashMap<(bool, usize), u32>,
+    /// The name offset of each `.debug_str` offset interned: the offset, with the top bit set
+    /// for the supplementary file's `.debug_str`.
+    names: HashMap<u64, u32>,
 }
 
 /// The converter's state across all units of one input.
@@ -766,7 +766,10 @@ impl<'a> Input<'a> {
                 return out.intern(s, at);
             }
         };
-        if let Some(&name) = out.names.get(&(in_sup, offset)) {
+        // One integer key: the offset, the supplementary file's marked by the top bit (a
+        // section offset never reaches it).
+        let key = offset as u64 | (u64::from(in_sup) << 63);
+        if let Some(&name) = out.names.get(&key) {
             return Ok(name);
         }
         let s = file
@@ -774,7 +777,7 @@ impl<'a> Input<'a> {
             .map_err(|e| at.err(gimli_reason(e)))?;
         let name = out.intern(Some(s.slice()), at)?;
         out.names.try_reserve(1)?;
-        out.names.insert((in_sup, offset), name);
+        out.names.insert(key, name);
         Ok(name)
     }
 
