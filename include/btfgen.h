@@ -380,7 +380,10 @@ extern "C" {
  * Creates a `btf_reloc_info` for generating a minimized BTF from the target BTF at
  * `targ_btf_path` (raw BTF such as `/sys/kernel/btf/vmlinux`, an ELF file with a `.BTF`
  * section, or an ELF file with DWARF and no `.BTF`, such as a distribution's debug vmlinux,
- * whose DWARF is converted to BTF here as `btfgen min-core-btf` converts it). The file is opened once, here, and validated as `btfgen min-core-btf` validates
+ * whose DWARF is converted to BTF here as `btfgen min-core-btf` converts it; a `dwz -m`
+ * file's supplementary file is found as the command finds it, at the path its
+ * `.gnu_debugaltlink` or `.debug_sup` names, next to it, or under `/usr/lib/debug/.build-id/`,
+ * and `-ENOENT` when it is missing or another file). The file is opened once, here, and validated as `btfgen min-core-btf` validates
  * targets: its layout and records now, each type when a relocation reads it (a bad type then
  * fails that `bpf_object__reloc_info_gen()` with `-EINVAL`).
  *
