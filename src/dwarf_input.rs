@@ -101,16 +101,11 @@ pub fn supplementary_file(
         }
     }
     Err(DwarfInputError::Supplementary(format!(
-        "{} names the supplementary file {} (build id {}); looked at: {}{}",
+        "{} names the supplementary file {} (build id {}); looked at: {}",
         link.section,
         String::from_utf8_lossy(link.path),
         supplementary::hex(link.id)?,
         looked.join(", "),
-        if alt.is_none() {
-            "; give it with --dwarf-alt FILE"
-        } else {
-            ""
-        }
     )))
 }
 

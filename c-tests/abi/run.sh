@@ -238,6 +238,15 @@ for dwarf in gcc-dwarf5 clang-19-dwarf5-zstd; do
     case_ "flow:dwarf-$dwarf" same "flow-dwarf-$dwarf" "$OUT/flow" -- -- \
         "$DATA/dwarf/$dwarf.so" "$DATA/dwarf/core.bpf.o"
 done
+# dwz -m targets (GNU .gnu_debugaltlink, DWARF 5 .debug_sup): the supplementary file next to
+# them is found as the command finds it; a copy alone fails for both, as the command does.
+for dwarf in gcc-dwarf4-dwzm gcc-dwarf5-dwzm; do
+    case_ "flow:dwarf-$dwarf" same "flow-dwarf-$dwarf" "$OUT/flow" -- -- \
+        "$DATA/dwarf/$dwarf.so" "$DATA/dwarf/core.bpf.o"
+done
+cp "$DATA/dwarf/gcc-dwarf4-dwzm.so" "$TMP/dwzm-alone.so"
+case_ flow:dwarf-dwzm-alone same flow-dwzm-alone "$OUT/flow" -- -- \
+    "$TMP/dwzm-alone.so" "$DATA/dwarf/core.bpf.o"
 case_ flow:module same flow-module "$OUT/flow" -M "$DATA/targets/module.btf" -- \
     --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
 

@@ -146,7 +146,17 @@ impl DwarfArgs {
     /// ([`btfgen::dwarf_input::convert`]).
     pub fn convert(&self, path: &Path, data: &[u8]) -> CliResult<Option<Vec<u8>>> {
         btfgen::dwarf_input::convert(path, data, self.from_dwarf, self.dwarf_alt.as_deref())
-            .map_err(context(path.display()))
+            .map_err(|e| match e {
+                btfgen::dwarf_input::DwarfInputError::Supplementary(_)
+                    if self.dwarf_alt.is_none() =>
+                {
+                    CliError(format!(
+                        "{}: {e}; give it with --dwarf-alt FILE",
+                        path.display()
+                    ))
+                }
+                e => CliError(format!("{}: {e}", path.display())),
+            })
     }
 }
 
