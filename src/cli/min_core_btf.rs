@@ -126,11 +126,16 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     // The objects' type names are known before the targets are parsed, so each target's parse
     // finds their candidates in the same pass.
     let plan = scan_plan(parsed.iter().map(|o| (o.name, &o.object, &o.btf)))?;
-    let wanted: Vec<_> = parsed
-        .iter()
-        .map(|o| local_type_names(&o.object, &o.btf).map_err(context(o.name)))
-        .collect::<CliResult<Vec<_>>>()?
-        .concat();
+    // Only where there are module BTFs to fall back on (scan_plan has checked the names).
+    let wanted: Vec<_> = if dir_modules.is_empty() {
+        Vec::new()
+    } else {
+        parsed
+            .iter()
+            .map(|o| local_type_names(&o.object, &o.btf).map_err(context(o.name)))
+            .collect::<CliResult<Vec<_>>>()?
+            .concat()
+    };
     // The directory's modules are read only if the kernel lacks a candidate, as libbpf loads
     // module BTFs only then; they can change nothing otherwise.
     let run_with = |files: &TargetFiles, check_modules: bool| {
