@@ -113,20 +113,16 @@ pub fn supplementary_file(
 fn candidates(path: &Path, link: &Link<'_>) -> Result<Vec<PathBuf>, DwarfInputError> {
     let named = Path::new(OsStr::from_bytes(link.path));
     let dir = path.parent().unwrap_or(Path::new(""));
-    let mut out = std::vec![dir.join(named)];
-    if let Some(name) = named.file_name() {
-        out.push(dir.join(name));
-    }
-    if let Some(by_id) = supplementary::build_id_path(link.id)? {
-        out.push(PathBuf::from(by_id));
-    }
-    let mut seen = Vec::new();
-    out.retain(|p| {
-        let new = !seen.contains(p);
-        if new {
-            seen.push(p.clone());
+    let next_to = named.file_name().map(|name| dir.join(name));
+    let by_id = supplementary::build_id_path(link.id)?.map(PathBuf::from);
+    let mut out: Vec<PathBuf> = Vec::new();
+    for candidate in [Some(dir.join(named)), next_to, by_id]
+        .into_iter()
+        .flatten()
+    {
+        if !out.contains(&candidate) {
+            out.push(candidate);
         }
-        new
-    });
+    }
     Ok(out)
 }

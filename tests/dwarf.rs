@@ -158,18 +158,22 @@ fn converted(elf: &str) -> Vec<u8> {
     btfgen::dwarf::to_btf(&data(elf), None).unwrap_or_else(|e| panic!("{elf}: {e}"))
 }
 
-fn assert_same_as_pahole(elf: &str, reference: &str) {
-    let ours = converted(elf);
-    let ours = Btf::parse(&ours).unwrap_or_else(|e| panic!("{elf}: btfgen's BTF: {e}"));
-    let theirs = data(reference);
-    let theirs = Btf::parse(&theirs).unwrap();
+/// BTF `ours` (btfgen's) holds the types of `theirs`, modulo ids and order, and as many;
+/// `what` says which two they are.
+fn assert_same_types(ours: &[u8], theirs: &[u8], what: &str) {
+    let ours = Btf::parse(ours).unwrap_or_else(|e| panic!("{what}: btfgen's BTF: {e}"));
+    let theirs = Btf::parse(theirs).unwrap();
     let (a, b) = (canonical(&ours), canonical(&theirs));
-    assert!(
-        a == b,
-        "{elf}: btfgen's conversion differs from {reference}:\n{}",
-        difference(&a, &b)
+    assert!(a == b, "{what}: they differ:\n{}", difference(&a, &b));
+    assert_eq!(ours.type_cnt(), theirs.type_cnt(), "{what}: type count");
+}
+
+fn assert_same_as_pahole(elf: &str, reference: &str) {
+    assert_same_types(
+        &converted(elf),
+        &data(reference),
+        &format!("{elf}: btfgen's conversion and {reference}"),
     );
-    assert_eq!(ours.type_cnt(), theirs.type_cnt(), "{elf}: type count");
 }
 
 /// Relocatable objects (`gcc -c`, `clang -c`, as a kernel module's debug `.ko` is one): their
@@ -577,16 +581,11 @@ fn dwz_processed_equals_unprocessed() {
         }
         let ours = btfgen::dwarf::to_btf(&elf, sup_data.as_deref())
             .unwrap_or_else(|e| panic!("{processed}: {e}"));
-        let ours = Btf::parse(&ours).unwrap();
-        let before = converted(plain);
-        let before = Btf::parse(&before).unwrap();
-        let (a, b) = (canonical(&ours), canonical(&before));
-        assert!(
-            a == b,
-            "{processed} differs from {plain}:\n{}",
-            difference(&a, &b)
+        assert_same_types(
+            &ours,
+            &converted(plain),
+            &format!("{processed} and {plain}"),
         );
-        assert_eq!(ours.type_cnt(), before.type_cnt(), "{processed}");
     }
 }
 

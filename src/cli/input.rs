@@ -207,7 +207,7 @@ mod tests {
         });
         assert!(matches!(Input::open(&fifo).unwrap(), Input::Read(v) if v == b"piped"));
         writer.join().unwrap();
-        // A kernel input from a pipe: read whole, its first bytes not consumed by the peek.
+        // A pipe starting like an ELF file: read whole, as any pipe.
         let writer = std::thread::spawn({
             let fifo = fifo.clone();
             move || std::fs::write(fifo, b"\x7fELF piped").unwrap()

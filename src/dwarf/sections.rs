@@ -10,8 +10,8 @@
 use crate::error::{Error, Result};
 use alloc::vec::Vec;
 use object::{
-    CompressionFormat, Object, ObjectSection, ObjectSymbol, RelocationKind, RelocationTarget,
-    SymbolKind,
+    CompressionFormat, Endian, Object, ObjectSection, ObjectSymbol, RelocationKind,
+    RelocationTarget, SymbolKind,
 };
 
 /// One section's bytes: the file's own, or a decompressed copy.
@@ -97,6 +97,16 @@ impl<'a> Sections<'a> {
     }
 }
 
+/// An error in section `section` as a whole (no unit, no DIE).
+fn section_error(section: &'static str, reason: &'static str) -> Error {
+    Error::BadDwarf {
+        section,
+        unit: u64::MAX,
+        die: u64::MAX,
+        reason,
+    }
+}
+
 /// Section `name`'s `bytes` with its RELA relocations applied, in a relocatable `file`; as they
 /// are otherwise. Each relocation writes the target symbol's value plus the addend: for the
 /// section symbols debug sections refer through, the offset into the section.
@@ -117,17 +127,12 @@ fn relocated<'a>(
     let Some(first) = relocations.next() else {
         return Ok(bytes);
     };
-    let bad = |reason| Error::BadDwarf {
-        section: name,
-        unit: u64::MAX,
-        die: u64::MAX,
-        reason,
-    };
+    let bad = |reason| section_error(name, reason);
     let mut out = match bytes {
         Bytes::Owned(out) => out,
         Bytes::Borrowed(data) => crate::fallible::to_vec(data)?,
     };
-    let little = file.is_little_endian();
+    let endian = file.endianness();
     for (offset, relocation) in core::iter::once(first).chain(relocations) {
         if relocation.kind() != RelocationKind::Absolute {
             return Err(bad("a relocation of a kind other than absolute"));
@@ -147,16 +152,8 @@ fn relocated<'a>(
             return Err(bad("a relocation outside its section"));
         };
         match width {
-            4 => place.copy_from_slice(&if little {
-                (value as u32).to_le_bytes()
-            } else {
-                (value as u32).to_be_bytes()
-            }),
-            8 => place.copy_from_slice(&if little {
-                value.to_le_bytes()
-            } else {
-                value.to_be_bytes()
-            }),
+            4 => place.copy_from_slice(&endian.write_u32(value as u32)),
+            8 => place.copy_from_slice(&endian.write_u64(value)),
             _ => return Err(bad("a relocation of a width other than 32 or 64 bits")),
         }
     }
@@ -191,12 +188,7 @@ fn section<'a>(file: &object::File<'a>, name: &'static str) -> Result<Option<Byt
     let Some(section) = file.section_by_name(name).or_else(zdebug) else {
         return Ok(None);
     };
-    let bad = |reason| Error::BadDwarf {
-        section: name,
-        unit: u64::MAX,
-        die: u64::MAX,
-        reason,
-    };
+    let bad = |reason| section_error(name, reason);
     let compressed = section
         .compressed_data()
         .map_err(|_| bad("section data or compression header out of bounds"))?;

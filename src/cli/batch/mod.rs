@@ -727,11 +727,7 @@ fn minimize(
     let converted =
         btfgen::dwarf_input::convert(&kernel.input, data, false, None).map_err(context(&name))?;
     if let (Some(dir), Some(full)) = (keep_full, &converted) {
-        let path = dir.join(&kernel.relative);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(context(dir.display()))?;
-        }
-        write_atomic(&path, full)?;
+        write_mirrored(dir, kernel, full)?;
     }
     let data: &[u8] = converted.as_deref().unwrap_or(data);
     // Parsed and indexed as min-core-btf parses its INPUT (candidates found by the parse's
@@ -797,15 +793,18 @@ fn write_kernel(args: &BatchArgs, kernel: &Kernel, bytes: &[u8]) -> CliResult<Op
         (Some(mode), Some(hash)) => {
             dedup::store(&args.out_dir, &kernel.relative, hash, bytes, mode)?;
         }
-        _ => {
-            let path = args.out_dir.join(&kernel.relative);
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(context(dir.display()))?;
-            }
-            write_atomic(&path, bytes)?;
-        }
+        _ => write_mirrored(&args.out_dir, kernel, bytes)?,
     }
     Ok(hash)
+}
+
+/// Write `bytes` at `kernel`'s path mirrored under `dir`, making its directories.
+fn write_mirrored(dir: &Path, kernel: &Kernel, bytes: &[u8]) -> CliResult<()> {
+    let path = dir.join(&kernel.relative);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(context(dir.display()))?;
+    }
+    write_atomic(&path, bytes)
 }
 
 impl Done {

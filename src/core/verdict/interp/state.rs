@@ -202,11 +202,9 @@ impl State {
     }
 
     pub fn try_clone(&self) -> Result<State> {
-        let mut frames = fallible::vec_with_capacity(self.frames.len())?;
-        for frame in &self.frames {
-            frames.push(frame.try_clone()?);
-        }
-        Ok(State { frames })
+        let mut copy = State::default();
+        copy.assign_from(self)?;
+        Ok(copy)
     }
 
     /// Make `self` a copy of `other`, in the buffers `self` already has where they are large
@@ -217,7 +215,7 @@ impl State {
             mine.assign_from(theirs)?;
         }
         let have = self.frames.len();
-        self.frames.try_reserve(other.frames.len() - have)?;
+        self.frames.try_reserve_exact(other.frames.len() - have)?;
         for frame in &other.frames[have..] {
             self.frames.push(frame.try_clone()?);
         }
