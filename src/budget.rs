@@ -190,6 +190,13 @@ impl Budget {
     }
 }
 
+/// Whether this thread's allocations are charged to a budget now ([`Budget::run`],
+/// [`count_only`]): work that would start a thread, whose allocations no budget counts,
+/// stays on this one.
+pub fn counting() -> bool {
+    current::any()
+}
+
 /// Run `f` with the current budget (if any) counting its allocations without refusing any:
 /// for the few that cannot fail (`Box::new`, `Arc::new`, the path buffer of a long file name in
 /// `std`), which would abort the process instead.
@@ -284,6 +291,11 @@ mod current {
     pub(super) fn enforcing() -> bool {
         CURRENT.with(Cell::get).enforce
     }
+
+    /// Whether a budget is current.
+    pub(super) fn any() -> bool {
+        !CURRENT.with(Cell::get).state.is_null()
+    }
 }
 
 /// The current slot without `std`: one for the whole program (no thread locals; see the module
@@ -343,6 +355,11 @@ mod current {
     /// Whether the current budget's limit is enforced.
     pub(super) fn enforcing() -> bool {
         with(|c| c.enforce)
+    }
+
+    /// Whether a budget is current.
+    pub(super) fn any() -> bool {
+        with(|c| !c.state.is_null())
     }
 }
 

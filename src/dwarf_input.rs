@@ -58,7 +58,12 @@ pub fn convert(
     }
     let sup = supplementary_file(path, data, alt)?;
     // The DWARF is read twice, unit after unit: pages read are let go as it goes.
-    let btf = crate::dwarf::to_btf_releasing(data, sup.as_deref(), &crate::mapped::release)?;
+    let options = crate::dwarf::Options {
+        release: &crate::mapped::release,
+        // A budget counts only its own thread's allocations.
+        threads: !crate::budget::counting(),
+    };
+    let btf = crate::dwarf::to_btf_with(data, sup.as_deref(), &options)?;
     // Read while mapped: a change meanwhile shows only now.
     if let Some(Err(changed)) = sup.as_ref().map(FileBytes::check) {
         return Err(DwarfInputError::Supplementary(format!(

@@ -155,7 +155,27 @@ fn difference(ours: &BTreeMap<String, usize>, theirs: &BTreeMap<String, usize>) 
 }
 
 fn converted(elf: &str) -> Vec<u8> {
-    btfgen::dwarf::to_btf(&data(elf), None).unwrap_or_else(|e| panic!("{elf}: {e}"))
+    to_btf_both_ways(&data(elf), None).unwrap_or_else(|e| panic!("{elf}: {e}"))
+}
+
+/// `dwarf::to_btf` of `elf` (with supplementary file `sup`) on one thread and on two: the
+/// same output, or the same error.
+fn to_btf_both_ways(elf: &[u8], sup: Option<&[u8]>) -> btfgen::Result<Vec<u8>> {
+    let one = btfgen::dwarf::Options {
+        release: &|_| {},
+        threads: false,
+    };
+    let sequential = btfgen::dwarf::to_btf_with(elf, sup, &one);
+    let threaded = btfgen::dwarf::to_btf(elf, sup);
+    match (&sequential, &threaded) {
+        (Ok(a), Ok(b)) => assert!(a == b, "two threads wrote other bytes than one"),
+        (a, b) => assert_eq!(
+            format!("{a:?}"),
+            format!("{b:?}"),
+            "one thread, two threads"
+        ),
+    }
+    threaded
 }
 
 /// BTF `ours` (btfgen's) holds the types of `theirs`, modulo ids and order, and as many;
@@ -300,7 +320,8 @@ fn atomic_is_dropped_where_pahole_1_24_writes_void() {
 }
 
 /// Malformed input is an error, never a panic: every truncation of a fixture at a step
-/// through the file, and single-byte corruptions across its debug sections.
+/// through the file, and single-byte corruptions across its debug sections; the same one
+/// whether the units are read on one thread or two.
 #[test]
 fn malformed_input_is_an_error_not_a_panic() {
     for name in [
@@ -311,13 +332,13 @@ fn malformed_input_is_an_error_not_a_panic() {
     ] {
         let elf = data(name);
         for len in (0..elf.len()).step_by(97) {
-            let _ = btfgen::dwarf::to_btf(&elf[..len], None);
+            let _ = to_btf_both_ways(&elf[..len], None);
         }
         for at in (0..elf.len()).step_by(11) {
             for byte in [0x00, 0xff] {
                 let mut bad = elf.clone();
                 bad[at] = byte;
-                if let Ok(btf) = btfgen::dwarf::to_btf(&bad, None) {
+                if let Ok(btf) = to_btf_both_ways(&bad, None) {
                     // Whatever converts must still be BTF the parser accepts.
                     Btf::parse(&btf).unwrap_or_else(|e| panic!("{name}: byte {at}: {e}"));
                 }
@@ -579,7 +600,7 @@ fn dwz_processed_equals_unprocessed() {
             let err = btfgen::dwarf::to_btf(&elf, None).unwrap_err().to_string();
             assert!(err.contains("supplementary file"), "{processed}: {err}");
         }
-        let ours = btfgen::dwarf::to_btf(&elf, sup_data.as_deref())
+        let ours = to_btf_both_ways(&elf, sup_data.as_deref())
             .unwrap_or_else(|e| panic!("{processed}: {e}"));
         assert_same_types(
             &ours,

@@ -8,6 +8,11 @@
 //! writes each DIE's record into its slot. Records made of no DIE of their own (a function's
 //! `FUNC_PROTO` and `FUNC`, `DECL_TAG`s, the array index `int`) follow all DIEs' ids.
 //!
+//! Both passes use two threads when asked ([`super::Options::threads`]): the first scans the
+//! two halves of the units at once and numbers their DIEs in unit order after; in the second,
+//! one thread walks the next unit while the other writes the records of the one before. The
+//! ids, records, names and errors are those of one thread, in the same order.
+//!
 //! This file holds the input (units, references, attributes), the first pass and the walk of
 //! the second; `records` writes each DIE's record.
 
@@ -54,7 +59,7 @@ enum Target {
 }
 
 /// One unit: its header, and the slots of its DIEs in offset order. Its abbreviations are
-/// parsed only while a pass is in it ([`Input::current`]), not kept for the whole run.
+/// parsed only while a pass is in it ([`Input::load`]), not kept for the whole run.
 struct UnitData<'a> {
     header: gimli::UnitHeader<Reader<'a>>,
     section: &'static str,
@@ -137,10 +142,27 @@ struct Input<'a> {
     signatures: Vec<(u64, usize, UnitOffset)>,
     /// Byte order, which `DW_AT_bit_offset` depends on.
     little: bool,
-    /// The unit a pass is in, with its abbreviations: loaded before and dropped after it.
-    current: Option<(usize, gimli::Unit<Reader<'a>>)>,
     /// Told of each unit's bytes once a pass is done with them (they may be read again).
-    release: &'a dyn Fn(&[u8]),
+    release: &'a (dyn Fn(&[u8]) + Sync),
+    /// Whether the passes may run on two threads (read only with `std`, which has them).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    threads: bool,
+}
+
+/// The unit a pass is in, with its abbreviations (parsed for the pass, dropped after it): a
+/// reference into it needs no other unit loaded.
+type Current<'a> = Option<(usize, gimli::Unit<Reader<'a>>)>;
+
+/// The first pass's result for one unit: its slots and aliases with its type DIEs numbered
+/// from 0 (the ids before them are known only once the units before it are numbered), the
+/// supplementary units it refers to in the order found, and the error that stopped it.
+#[derive(Default)]
+struct Scanned {
+    slots: Vec<(u32, u32)>,
+    aliases: Vec<(u32, Target)>,
+    count: u32,
+    sup_refs: Vec<usize>,
+    error: Option<Error>,
 }
 
 /// What the conversion writes.
@@ -157,6 +179,8 @@ struct Output<'a, 'w> {
     /// The name offset of each `.debug_str` offset interned: the offset, with the top bit set
     /// for the supplementary file's `.debug_str`.
     names: HashMap<u64, u32>,
+    /// The unit whose records are being written.
+    current: Current<'a>,
 }
 
 /// The converter's state across all units of one input.
@@ -170,12 +194,14 @@ impl<'a, 'w> Converter<'a, 'w> {
     /// the units of `sup` (the supplementary file of a `dwz -m` input) that the input refers
     /// to (imports, or points a reference into), and that those refer to. Names are
     /// interned in `strings`.
-    /// `release` is told of each unit's bytes once a pass is done with them.
+    /// `release` is told of each unit's bytes once a pass is done with them. With `threads`
+    /// (and `std`), each pass runs on two threads; the result is the same.
     pub fn new(
         sections: &'a super::sections::Sections<'a>,
         sup: Option<&'a super::sections::Sections<'a>>,
         strings: &'w mut BtfWriter,
-        release: &'a dyn Fn(&[u8]),
+        release: &'a (dyn Fn(&[u8]) + Sync),
+        threads: bool,
     ) -> Result<Converter<'a, 'w>> {
         let endian = sections.endian;
         let mut dwarf = load_dwarf(sections, ".debug_info")?;
@@ -191,8 +217,8 @@ impl<'a, 'w> Converter<'a, 'w> {
             sup_units: Vec::new(),
             signatures: Vec::new(),
             little: endian == RunTimeEndian::Little,
-            current: None,
             release,
+            threads,
         };
         input.read_headers()?;
         // Reading every unit's header mapped a page around each (the kernel maps 16 at a
@@ -202,20 +228,14 @@ impl<'a, 'w> Converter<'a, 'w> {
         // The supplementary units referred to, in the order found; each one's own references
         // are found while it is read, so this also grows as it is walked.
         let mut wanted = SupQueue::new(input.sup_units.len())?;
-        for index in 0..input.units.len() {
-            input.enter(index)?;
-            input.assign_ids(index, &mut next_id, &mut wanted)?;
-            input.release_unit(index);
-        }
+        input.assign_main_ids(&mut next_id, &mut wanted)?;
         let mut next = 0;
         while let Some(&sup) = wanted.order.get(next) {
             next += 1;
             let index = input.add_sup_unit(sup)?;
-            input.enter(index)?;
-            input.assign_ids(index, &mut next_id, &mut wanted)?;
-            input.release_unit(index);
+            let scanned = input.scan(index);
+            input.place(index, scanned, &mut next_id, &mut wanted)?;
         }
-        input.current = None;
         input.release_sections();
         let mut types = Types::new()?;
         types.fill(next_id)?;
@@ -227,19 +247,15 @@ impl<'a, 'w> Converter<'a, 'w> {
             index_type: None,
             functions,
             names: HashMap::new(),
+            current: None,
         };
         Ok(Converter { input, out })
     }
 
     /// Second pass: every unit's records. Returns all records, ids from 1.
     pub fn convert(self) -> Result<Types> {
-        let Converter { mut input, mut out } = self;
-        for index in 0..input.units.len() {
-            input.enter(index)?;
-            input.convert_unit(&mut out, index)?;
-            input.release_unit(index);
-        }
-        input.current = None;
+        let Converter { input, mut out } = self;
+        input.convert_units(&mut out)?;
         input.release_sections();
         let Output {
             mut types, extra, ..
@@ -482,41 +498,134 @@ impl<'a> Input<'a> {
         Ok(unit)
     }
 
-    /// Make unit `index` the current one (the previous one's abbreviations dropped first).
-    fn enter(&mut self, index: usize) -> Result<()> {
-        self.current = None;
-        self.current = Some((index, self.load(index)?));
-        Ok(())
-    }
-
-    /// The current unit, which must be `index`.
-    fn current(&self, index: usize) -> Result<&gimli::Unit<Reader<'a>>> {
-        match &self.current {
-            Some((i, unit)) if *i == index => Ok(unit),
-            _ => Err(Error::InvalidArgument(
-                "DWARF conversion: a pass is not in the unit it reads",
-            )),
-        }
-    }
-
-    /// `f` of unit `index`: the current one, or (a reference into another unit, rare) that
-    /// unit loaded for the call.
+    /// `f` of unit `index`: the pass's `current` one, or (a reference into another unit,
+    /// rare) that unit loaded for the call.
     fn with_unit<T>(
         &self,
+        current: &Current<'a>,
         index: usize,
         f: impl FnOnce(&gimli::Unit<Reader<'a>>) -> Result<T>,
     ) -> Result<T> {
-        match &self.current {
+        match current {
             Some((i, unit)) if *i == index => f(unit),
             _ => f(&self.load(index)?),
         }
     }
 
-    /// First pass over unit `index`: ids for its type DIEs, aliases for its `_Atomic`s, and
-    /// the supplementary units it refers to queued in `wanted`. Only the DIEs that may be
-    /// aliases or type tags, or have an attribute of a form that refers into the
+    /// First pass over the input's own units: their type DIEs numbered in unit order from
+    /// `next_id`, the supplementary units they refer to queued in `wanted`. With
+    /// [`Input::threads`], the second half of the units (by bytes) is scanned on a thread of
+    /// its own while this one scans the first; either way the ids, the queue and the error
+    /// (the first failing unit's) are the same.
+    fn assign_main_ids(&mut self, next_id: &mut u32, wanted: &mut SupQueue) -> Result<()> {
+        #[cfg(feature = "std")]
+        if self.threads
+            && let Some([first, second]) = self.scan_halves()
+        {
+            for (index, scanned) in first?.into_iter().chain(second?).enumerate() {
+                self.place(index, scanned, next_id, wanted)?;
+            }
+            return Ok(());
+        }
+        for index in 0..self.main_units {
+            let scanned = self.scan(index);
+            self.place(index, scanned, next_id, wanted)?;
+        }
+        Ok(())
+    }
+
+    /// The input's own units scanned on two threads, split where half of their bytes are
+    /// behind; `None` if the second thread cannot be started.
+    #[cfg(feature = "std")]
+    fn scan_halves(&self) -> Option<[Result<Vec<Scanned>>; 2]> {
+        let units = &self.units[..self.main_units];
+        let size = |u: &UnitData<'_>| u.header.length_including_self() as u64;
+        let total: u64 = units.iter().map(size).sum();
+        let mut behind = 0u64;
+        let mid = units
+            .iter()
+            .position(|u| {
+                behind += size(u);
+                behind > total / 2
+            })
+            .map_or(units.len(), |i| i + 1);
+        std::thread::scope(|scope| {
+            let second = std::thread::Builder::new()
+                .name("btfgen-dwarf".into())
+                .spawn_scoped(scope, || self.scan_range(mid..units.len()))
+                .ok()?;
+            let first = self.scan_range(0..mid);
+            let second = second.join().unwrap_or(Err(Error::InvalidArgument(
+                "DWARF conversion: the second thread's scan did not finish",
+            )));
+            Some([first, second])
+        })
+    }
+
+    /// The units `range` scanned, up to the first that fails.
+    #[cfg(feature = "std")]
+    fn scan_range(&self, range: core::ops::Range<usize>) -> Result<Vec<Scanned>> {
+        let mut all = fallible::vec_with_capacity(range.len())?;
+        for index in range {
+            let scanned = self.scan(index);
+            let failed = scanned.error.is_some();
+            all.push(scanned);
+            if failed {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
+    /// Number unit `index`'s type DIEs from `next_id`, keep its slots and queue the
+    /// supplementary units it refers to, as a scan of it in order would have; then its
+    /// scan's error, if it failed.
+    fn place(
+        &mut self,
+        index: usize,
+        mut scanned: Scanned,
+        next_id: &mut u32,
+        wanted: &mut SupQueue,
+    ) -> Result<()> {
+        let base = *next_id;
+        for slot in &mut scanned.slots {
+            if slot.1 != ALIAS {
+                let id = base
+                    .checked_add(slot.1)
+                    .filter(|&id| id <= super::MAX_RECORD_ID)
+                    .ok_or_else(super::too_many_records)?;
+                *next_id = super::next_record_id(id)?;
+                slot.1 = id;
+            }
+        }
+        for &sup in &scanned.sup_refs {
+            wanted.queue(sup)?;
+        }
+        if let Some(error) = scanned.error {
+            return Err(error);
+        }
+        let data = &mut self.units[index];
+        data.slots = scanned.slots;
+        data.aliases = scanned.aliases;
+        Ok(())
+    }
+
+    /// First pass over unit `index` (its bytes released after it): its slots, type DIEs
+    /// numbered from 0.
+    fn scan(&self, index: usize) -> Scanned {
+        let mut scanned = Scanned::default();
+        if let Err(error) = self.scan_into(index, &mut scanned) {
+            scanned.error = Some(error);
+        }
+        self.release_unit(index);
+        scanned
+    }
+
+    /// First pass over unit `index` into `scanned`: slots for its type DIEs (numbered from
+    /// 0), aliases for its `_Atomic`s, and the supplementary units it refers to. Only the DIEs
+    /// that may be aliases or type tags, or have an attribute of a form that refers into the
     /// supplementary file, have their attributes read.
-    fn assign_ids(&mut self, index: usize, next_id: &mut u32, wanted: &mut SupQueue) -> Result<()> {
+    fn scan_into(&self, index: usize, scanned: &mut Scanned) -> Result<()> {
         let has_sup = self.dwarf.sup().is_some();
         let data = &self.units[index];
         let mut at = At {
@@ -524,12 +633,20 @@ impl<'a> Input<'a> {
             unit: data.start,
             die: u64::MAX,
         };
-        let mut slots = Vec::new();
-        let mut aliases = Vec::new();
+        let current = Some((index, self.load(index)?));
+        let Some((_, unit)) = &current else {
+            return Ok(());
+        };
+        let Scanned {
+            slots,
+            aliases,
+            count,
+            sup_refs,
+            ..
+        } = scanned;
         let mut parents: Vec<DwTag> = Vec::new();
         let mut values = Vec::new();
-        let mut raw = self
-            .current(index)?
+        let mut raw = unit
             .entries_raw(None)
             .map_err(|e| at.err(gimli_reason(e)))?;
         while let Some((depth, offset, abbrev)) = next_die(&mut raw, &mut at, data.start)? {
@@ -542,7 +659,7 @@ impl<'a> Input<'a> {
             let annotation =
                 tag == DW_TAG_LLVM_ANNOTATION && parent == Some(dw::DW_TAG_pointer_type);
             if has_sup && specs.iter().any(|s| refers_to_sup(s.form(), data.in_sup)) {
-                self.queue_sup_references(&raw, specs, data.in_sup, wanted, at)?;
+                self.sup_references(&raw, specs, data.in_sup, sup_refs, at)?;
             }
             let slot = if !signed && !annotation && tag != dw::DW_TAG_atomic_type {
                 raw.skip_attributes(specs)
@@ -560,7 +677,7 @@ impl<'a> Input<'a> {
                     Some(Some(self.target_value(index, Some(signature), at)?))
                 } else if is_type_tag(tag)
                     || (annotation
-                        && self.string_of(index, attrs.get(A::Name), at)?
+                        && self.string_of(&current, index, attrs.get(A::Name), at)?
                             == Some(&b"btf_type_tag"[..]))
                 {
                     Some(None)
@@ -576,34 +693,31 @@ impl<'a> Input<'a> {
                     .map_err(|_| at.err("a DIE offset past 4 GiB in its unit"))?;
                 let id = match alias {
                     None => {
-                        let id = *next_id;
-                        *next_id = super::next_record_id(id)?;
+                        let id = *count;
+                        *count = super::next_record_id(id)?;
                         id
                     }
                     Some(target) => {
-                        fallible::push(&mut aliases, (offset, target))?;
+                        fallible::push(aliases, (offset, target))?;
                         ALIAS
                     }
                 };
-                fallible::push(&mut slots, (offset, id))?;
+                fallible::push(slots, (offset, id))?;
             }
             fallible::push(&mut parents, tag)?;
         }
-        let data = &mut self.units[index];
-        data.slots = slots;
-        data.aliases = aliases;
         Ok(())
     }
 
-    /// Queue the supplementary units the attributes `specs` of the DIE at `raw` refer to (read
-    /// from a copy of `raw`, which stays where it is). In a unit of the supplementary file, a
-    /// `DW_FORM_ref_addr` refers into that file too.
-    fn queue_sup_references(
+    /// Add to `refs` the supplementary units the attributes `specs` of the DIE at `raw` refer
+    /// to (read from a copy of `raw`, which stays where it is). In a unit of the supplementary
+    /// file, a `DW_FORM_ref_addr` refers into that file too.
+    fn sup_references(
         &self,
         raw: &gimli::EntriesRaw<'_, '_, Reader<'a>>,
         specs: &[gimli::AttributeSpecification],
         in_sup: bool,
-        wanted: &mut SupQueue,
+        refs: &mut Vec<usize>,
         at: At,
     ) -> Result<()> {
         let mut raw = raw.clone();
@@ -619,7 +733,7 @@ impl<'a> Input<'a> {
             let sup = self
                 .sup_unit_at(offset as u64)
                 .ok_or_else(|| at.err("a reference before the supplementary file's first unit"))?;
-            wanted.queue(sup)?;
+            fallible::push(refs, sup)?;
         }
         Ok(())
     }
@@ -722,7 +836,13 @@ impl<'a> Input<'a> {
     }
 
     /// The string a string attribute's `value` (of a DIE in unit `unit`) holds.
-    fn string_of(&self, unit: usize, value: Option<Value<'a>>, at: At) -> Result<Option<&'a [u8]>> {
+    fn string_of(
+        &self,
+        current: &Current<'a>,
+        unit: usize,
+        value: Option<Value<'a>>,
+        at: At,
+    ) -> Result<Option<&'a [u8]>> {
         match value {
             None => Ok(None),
             Some(value) => {
@@ -730,7 +850,7 @@ impl<'a> Input<'a> {
                     self.sup(at)?;
                 }
                 let dwarf = self.dwarf_of(unit)?;
-                let s = self.with_unit(unit, |u| {
+                let s = self.with_unit(current, unit, |u| {
                     dwarf
                         .attr_string(u, value)
                         .map_err(|e| at.err(gimli_reason(e)))
@@ -755,14 +875,14 @@ impl<'a> Input<'a> {
             Some(AttributeValue::DebugStrRef(offset)) => (own, self.units[unit].in_sup, offset.0),
             Some(AttributeValue::DebugStrRefSup(offset)) => (self.sup(at)?, true, offset.0),
             Some(AttributeValue::DebugStrOffsetsIndex(index)) => {
-                let offset = self.with_unit(unit, |u| {
+                let offset = self.with_unit(&out.current, unit, |u| {
                     own.string_offset(u, index)
                         .map_err(|e| at.err(gimli_reason(e)))
                 })?;
                 (own, self.units[unit].in_sup, offset.0)
             }
             _ => {
-                let s = self.string_of(unit, value, at)?;
+                let s = self.string_of(&out.current, unit, value, at)?;
                 return out.intern(s, at);
             }
         };

@@ -38,20 +38,38 @@ pub fn converts(data: &[u8], force_dwarf: bool) -> bool {
 /// needs) that it imports or refers into, deduplicated. The result is checked as
 /// [`crate::btf::Btf::parse`] checks any BTF: DWARF that is well-formed but describes
 /// impossible types (a member past the end of its struct) fails there, with the id of the
-/// type it became.
+/// type it became. With `std`, the units are read on two threads ([`Options::threads`]).
 pub fn to_btf(data: &[u8], sup: Option<&[u8]>) -> Result<Vec<u8>> {
-    to_btf_releasing(data, sup, &|_| {})
+    to_btf_with(data, sup, &Options::default())
 }
 
-/// [`to_btf`], telling `release` of each unit's bytes (in `data` or `sup`) once a pass over
-/// the units is done with them: a caller whose input is mapped lets the kernel drop those
-/// pages from its resident set ([`crate::mapped::release`] with the `mapped` feature). The
-/// bytes may be read again later.
-pub fn to_btf_releasing(
-    data: &[u8],
-    sup: Option<&[u8]>,
-    release: &dyn Fn(&[u8]),
-) -> Result<Vec<u8>> {
+/// How [`to_btf_with`] converts.
+#[derive(Clone, Copy)]
+pub struct Options<'r> {
+    /// Told of each unit's bytes (in the input or its supplementary file) once a pass over
+    /// the units is done with them: a caller whose input is mapped lets the kernel drop those
+    /// pages from its resident set ([`crate::mapped::release`] with the `mapped` feature). The
+    /// bytes may be read again later, and from either thread.
+    pub release: &'r (dyn Fn(&[u8]) + Sync),
+    /// Whether each pass over the units may run on two threads (with `std`; without it, or
+    /// if a thread cannot be started, on the caller's). The output is the same either way.
+    /// The second thread's allocations are charged to no [`crate::budget::Budget`]: a caller
+    /// that runs in one asks for none.
+    pub threads: bool,
+}
+
+impl Default for Options<'_> {
+    /// Nothing released; two threads.
+    fn default() -> Self {
+        Options {
+            release: &|_| {},
+            threads: true,
+        }
+    }
+}
+
+/// [`to_btf`], as `options` say.
+pub fn to_btf_with(data: &[u8], sup: Option<&[u8]>, options: &Options<'_>) -> Result<Vec<u8>> {
     if !sections::has_debug_info(data) {
         return Err(Error::MissingSection(".debug_info"));
     }
@@ -72,8 +90,14 @@ pub fn to_btf_releasing(
         gimli::RunTimeEndian::Big => crate::btf::Endianness::Big,
     };
     let mut writer = BtfWriter::new(endian)?;
-    let mut types =
-        convert::Converter::new(&sections, sup.as_ref(), &mut writer, release)?.convert()?;
+    let mut types = convert::Converter::new(
+        &sections,
+        sup.as_ref(),
+        &mut writer,
+        options.release,
+        options.threads,
+    )?
+    .convert()?;
     dedup::dedup(&mut types, &mut writer)?;
     // Every unit's records, most of the peak: gone before the output is laid out and checked.
     drop(types);

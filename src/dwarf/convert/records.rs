@@ -147,7 +147,8 @@ impl<'a> Input<'a> {
     ) -> Result<()> {
         for (_, child) in children(nodes, node) {
             if child.tag != DW_TAG_LLVM_ANNOTATION
-                || self.string_of(unit, child.attrs.get(A::Name), at)? != Some(&b"btf_decl_tag"[..])
+                || self.string_of(&out.current, unit, child.attrs.get(A::Name), at)?
+                    != Some(&b"btf_decl_tag"[..])
             {
                 continue;
             }
@@ -204,7 +205,8 @@ impl<'a> Input<'a> {
             let member_name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
             let member_type = self.type_of(unit, attrs, at)?;
             let bitfield_size = attrs.udata(A::BitSize).unwrap_or(0);
-            let bit_offset = self.member_bit_offset(unit, attrs, bitfield_size, little, at)?;
+            let bit_offset =
+                self.member_bit_offset(&out.current, unit, attrs, bitfield_size, little, at)?;
             let offset = if bitfield_size != 0 {
                 any_bitfield = true;
                 if bitfield_size > 255 || bit_offset >= 1 << 24 {
@@ -234,6 +236,7 @@ impl<'a> Input<'a> {
     /// little-endian targets.
     fn member_bit_offset(
         &self,
+        current: &super::Current<'a>,
         unit: usize,
         member: &Attrs<'_, 'a>,
         bitfield_size: u64,
@@ -254,7 +257,7 @@ impl<'a> Input<'a> {
         if bitfield_size != 0 {
             let byte_size = match member.udata(A::ByteSize) {
                 Some(size) if size != 0 => size,
-                _ => self.storage_size(unit, member, at)?,
+                _ => self.storage_size(current, unit, member, at)?,
             };
             if byte_size != 0 {
                 let dwarf_offset = member.udata(A::BitOffset).unwrap_or(0) as i64;
@@ -271,14 +274,20 @@ impl<'a> Input<'a> {
     }
 
     /// The byte size of a bit-field's declared type, through typedefs and qualifiers.
-    fn storage_size(&self, unit: usize, member: &Attrs<'_, 'a>, at: At) -> Result<u64> {
+    fn storage_size(
+        &self,
+        current: &super::Current<'a>,
+        unit: usize,
+        member: &Attrs<'_, 'a>,
+        at: At,
+    ) -> Result<u64> {
         let mut target = self.target_value(unit, member.get(A::Type), at)?;
         for _ in 0..crate::btf::MAX_RESOLVE_DEPTH {
             let Target::Die { unit, offset } = target else {
                 return Ok(0);
             };
             // `Ok(size)`: found; `Err(next)`: through a typedef or qualifier to `next`.
-            let step = self.with_unit(unit, |u| {
+            let step = self.with_unit(current, unit, |u| {
                 let die = u.entry(offset).map_err(|e| at.err(gimli_reason(e)))?;
                 Ok(match die.tag() {
                     dw::DW_TAG_typedef
@@ -324,7 +333,7 @@ impl<'a> Input<'a> {
         let signed = match self.target_value(unit, attrs.get(A::Type), at)? {
             Target::Void => false,
             Target::Die { unit, offset } => {
-                let encoding = self.with_unit(unit, |u| {
+                let encoding = self.with_unit(&out.current, unit, |u| {
                     let base = u.entry(offset).map_err(|e| at.err(gimli_reason(e)))?;
                     self.udata(&base, dw::DW_AT_encoding, at)
                 })?;
@@ -460,13 +469,13 @@ impl<'a> Input<'a> {
         if attrs.flag(A::Declaration) {
             return Ok(());
         }
-        let Some(name) = self.string_of(unit, attrs.get(A::Name), at)? else {
+        let Some(name) = self.string_of(&out.current, unit, attrs.get(A::Name), at)? else {
             return Ok(());
         };
         for (_, param) in children(nodes, node) {
             if param.tag == dw::DW_TAG_formal_parameter
                 && self
-                    .string_of(unit, param.attrs.get(A::Name), at)?
+                    .string_of(&out.current, unit, param.attrs.get(A::Name), at)?
                     .is_none()
             {
                 return Ok(());

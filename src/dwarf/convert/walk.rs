@@ -2,12 +2,12 @@
 //! DIE's attributes parsed once into [`Attrs`] (the ones the records read), and only the
 //! DIEs a record is made of kept: the DIEs that become records ([`Job`]) and their
 //! children, grandchildren and so on of the tags records read (members, enumerators,
-//! subranges, parameters, annotations). The kept DIEs of one subtree of the unit's root are
-//! converted together, in DFS order (the order the records, extra records and names are
-//! written in), whenever the walk is inside none of them.
+//! subranges, parameters, annotations). A unit's kept DIEs are converted once it is walked,
+//! in DFS order (the order the records, extra records and names are written in), so that one
+//! thread can walk the next unit meanwhile.
 
 use super::{ALIAS, At, DW_TAG_LLVM_ANNOTATION, Input, Output, gimli_reason, next_die};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
 use gimli::{AttributeValue, DwAt, DwTag, UnitOffset, constants as dw};
@@ -225,20 +225,143 @@ fn is_read_below(tag: DwTag) -> bool {
     )
 }
 
+/// One unit's kept DIEs, walked: what the second pass converts of it. The walk of one unit
+/// and the records of the one before may be made on two threads
+/// ([`Input::convert_walked`] takes the units in order, so the output is the same).
+pub(super) struct Walked<'a> {
+    index: usize,
+    unit: gimli::Unit<super::Reader<'a>>,
+    nodes: Nodes<'a>,
+    /// How many of `nodes` are whole subtrees of the unit's root, to be converted before
+    /// `error` (as a walk that converted each subtree as it ended would have, before failing).
+    complete: usize,
+    /// What stopped the walk.
+    error: Option<Error>,
+}
+
 impl<'a> Input<'a> {
-    pub(super) fn convert_unit(&self, out: &mut Output<'a, '_>, index: usize) -> Result<()> {
+    /// The second pass over every unit, in order. With [`Input::threads`] (and `std`), a
+    /// thread of its own walks the next unit while this one writes the records of the one
+    /// before: the records and names are written in the same order either way.
+    pub(super) fn convert_units(&self, out: &mut Output<'a, '_>) -> Result<()> {
+        #[cfg(feature = "std")]
+        if self.threads
+            && let Some(result) = self.convert_units_threaded(out)
+        {
+            return result;
+        }
+        let mut spare = Nodes::default();
+        for index in 0..self.units.len() {
+            let walked = self.walk_unit(index, spare)?;
+            spare = self.convert_walked(out, walked)?;
+        }
+        Ok(())
+    }
+
+    /// [`Input::convert_units`] with the walks on a thread of their own; `None` if that
+    /// thread cannot be started.
+    #[cfg(feature = "std")]
+    fn convert_units_threaded(&self, out: &mut Output<'a, '_>) -> Option<Result<()>> {
+        use std::sync::mpsc::sync_channel;
+        std::thread::scope(|scope| {
+            // One unit walked ahead at most: the walks hold a few units' DIEs at a time.
+            let (send, receive) = sync_channel::<Result<Walked<'a>>>(1);
+            // The nodes of converted units, back to the walker to be reused.
+            let (recycle, reuse) = sync_channel::<Nodes<'a>>(2);
+            let walker = std::thread::Builder::new()
+                .name("btfgen-dwarf".into())
+                .spawn_scoped(scope, move || {
+                    for index in 0..self.units.len() {
+                        let spare = reuse.try_recv().unwrap_or_default();
+                        let walked = self.walk_unit(index, spare);
+                        let failed = walked.as_ref().map_or(true, |w| w.error.is_some());
+                        if send.send(walked).is_err() || failed {
+                            break;
+                        }
+                    }
+                });
+            if walker.is_err() {
+                return None;
+            }
+            let mut result = Ok(());
+            for walked in receive.iter() {
+                match walked.and_then(|walked| self.convert_walked(out, walked)) {
+                    // Full, or the walker gone: dropped instead.
+                    Ok(nodes) => _ = recycle.try_send(nodes),
+                    Err(error) => {
+                        result = Err(error);
+                        break;
+                    }
+                }
+            }
+            // `receive` is dropped here: a walker still sending stops.
+            Some(result)
+        })
+    }
+
+    /// Walk unit `index`: its kept DIEs, in `nodes` (a converted unit's, emptied: their
+    /// memory reused).
+    fn walk_unit(&self, index: usize, mut nodes: Nodes<'a>) -> Result<Walked<'a>> {
+        let unit = self.load(index)?;
+        nodes.clear();
+        let mut walked = Walked {
+            index,
+            unit,
+            nodes,
+            complete: 0,
+            error: None,
+        };
+        if let Err(error) = self.walk(&mut walked) {
+            walked.error = Some(error);
+        } else {
+            walked.complete = walked.nodes.list.len();
+        }
+        Ok(walked)
+    }
+
+    /// Convert what [`Input::walk_unit`] walked, then give its bytes back
+    /// ([`Input::release_unit`]) and its nodes for the next walk.
+    fn convert_walked(&self, out: &mut Output<'a, '_>, walked: Walked<'a>) -> Result<Nodes<'a>> {
+        let Walked {
+            index,
+            unit,
+            nodes,
+            complete,
+            error,
+        } = walked;
+        let data = &self.units[index];
+        let at = At {
+            section: data.section,
+            unit: data.start,
+            die: u64::MAX,
+        };
+        out.current = Some((index, unit));
+        let converted = self.run(out, index, &nodes, complete, at);
+        // Its abbreviations, dropped before the next unit's are parsed.
+        out.current = None;
+        self.release_unit(index);
+        converted?;
+        match error {
+            Some(error) => Err(error),
+            None => Ok(nodes),
+        }
+    }
+
+    /// The walk of [`Input::walk_unit`].
+    fn walk(&self, walked: &mut Walked<'a>) -> Result<()> {
+        let index = walked.index;
         let data = &self.units[index];
         let mut at = At {
             section: data.section,
             unit: data.start,
             die: u64::MAX,
         };
-        let mut nodes = Nodes::default();
+        let nodes = &mut walked.nodes;
         // Kept DIEs with children the walk is inside of, innermost last: (index, depth).
         let mut open: Vec<(usize, isize)> = Vec::new();
         let mut slot = 0usize;
-        let mut raw = self
-            .current(index)?
+        let mut raw = walked
+            .unit
             .entries_raw(None)
             .map_err(|e| at.err(gimli_reason(e)))?;
         while let Some((depth, offset, abbrev)) = next_die(&mut raw, &mut at, data.start)? {
@@ -250,9 +373,8 @@ impl<'a> Input<'a> {
                 open.pop();
             }
             // No kept DIE is open: the ones kept so far have all their children.
-            if open.is_empty() && !nodes.list.is_empty() {
-                self.run(out, index, &nodes, at)?;
-                nodes.clear();
+            if open.is_empty() {
+                walked.complete = nodes.list.len();
             }
             let tag = abbrev.tag();
             let mut job = Job::None;
@@ -277,7 +399,7 @@ impl<'a> Input<'a> {
                 continue;
             }
             let first = u32::try_from(nodes.values.len())
-                .map_err(|_| at.err("too many attributes in one type"))?;
+                .map_err(|_| at.err("too many attributes in one unit"))?;
             nodes.values.try_reserve(WANTED)?;
             let present = Attrs::read(&mut raw, abbrev.attributes(), &mut nodes.values)
                 .map_err(|e| at.err(gimli_reason(e)))?;
@@ -301,13 +423,20 @@ impl<'a> Input<'a> {
         for (open_index, _) in open {
             nodes.list[open_index].end = nodes.list.len();
         }
-        self.run(out, index, &nodes, at)
+        Ok(())
     }
 
-    /// Convert the kept DIEs `nodes` of unit `unit`, in order.
-    fn run(&self, out: &mut Output<'a, '_>, unit: usize, nodes: &Nodes<'a>, at: At) -> Result<()> {
+    /// Convert the first `count` kept DIEs of `nodes` (of unit `unit`), in order.
+    fn run(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        nodes: &Nodes<'a>,
+        count: usize,
+        at: At,
+    ) -> Result<()> {
         let mut at = at;
-        for (i, node) in nodes.list.iter().enumerate() {
+        for (i, node) in nodes.list.iter().enumerate().take(count) {
             at.die = self.units[unit].start + node.offset.0 as u64;
             match node.job {
                 Job::Type(id) => self.convert_type(out, unit, nodes, i, id, at)?,
