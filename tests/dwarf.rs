@@ -15,7 +15,7 @@
 
 mod dwarf_common;
 
-use btfgen::btf::{Btf, TypeKind};
+use btfgen::btf::Btf;
 use dwarf_common::{canonical, data, difference};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -83,9 +83,12 @@ impl Arena {
     }
 }
 
-/// Where, among a kind's kind-specific words, names and type ids are: `(stride, index)` of
-/// each per-entry name, and of each per-entry type id.
-fn layout(kind: Kind) -> (Option<(usize, usize)>, Option<(usize, usize)>) {
+/// `(stride, index)` of one field of each entry of a kind's kind-specific words.
+type Field = Option<(usize, usize)>;
+
+/// Where, among a kind's kind-specific words, names and type ids are: each entry's name
+/// field, and its type id field.
+fn layout(kind: Kind) -> (Field, Field) {
     match kind {
         Kind::Struct | Kind::Union => (Some((3, 0)), Some((3, 1))),
         Kind::Enum => (Some((2, 0)), None),
