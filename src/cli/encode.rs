@@ -26,7 +26,7 @@ pub struct EncodeArgs {
     pub dwarf_alt: Option<PathBuf>,
     /// The kernel whose module INPUT is (raw BTF, an ELF file's .BTF, or an ELF file with
     /// DWARF and no .BTF such as a debug vmlinux, converted first): OUTPUT is then INPUT's
-    /// split BTF over it, as pahole -J --btf_base writes it.
+    /// split BTF over it, as pahole -J writes it with BASE as its base BTF.
     #[arg(long, value_name = "BASE")]
     pub base_btf: Option<PathBuf>,
 }
