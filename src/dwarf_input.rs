@@ -8,6 +8,8 @@
 //! or only at the file the caller gives (`--dwarf-alt`). A file found must carry the identity
 //! the input names (its build id, or its `.debug_sup` checksum).
 
+use crate::btf::Btf;
+use crate::btf::split::{Split, SplitBase};
 use crate::dwarf::supplementary::{self, Link};
 use crate::error::Error;
 use crate::mapped::FileBytes;
@@ -27,6 +29,9 @@ pub enum DwarfInputError {
     Supplementary(String),
     /// The conversion failed (malformed DWARF, out of memory).
     Convert(Error),
+    /// A module's types share nothing with the base it was split over: how many named
+    /// structs and unions it has, none of them the base's.
+    NotTheBase(u32),
 }
 
 impl fmt::Display for DwarfInputError {
@@ -34,6 +39,11 @@ impl fmt::Display for DwarfInputError {
         match self {
             DwarfInputError::Supplementary(why) => f.write_str(why),
             DwarfInputError::Convert(e) => write!(f, "DWARF: {e}"),
+            DwarfInputError::NotTheBase(named) => write!(
+                f,
+                "not a module of this base: none of its {named} named structs and unions is a \
+                 type of the base"
+            ),
         }
     }
 }
@@ -73,6 +83,32 @@ pub fn convert(
         )));
     }
     Ok(Some(btf))
+}
+
+/// A kernel module's debug file `data` (read from `path`; a relocatable `.ko`, its
+/// `.rela.debug_*` applied) converted to split BTF over `base`, as `pahole -J --btf_base`
+/// writes it ([`crate::btf::split`]), with its supplementary file if it names one (`alt`, or
+/// found as the module docs say). A module none of whose named structs and unions
+/// is a base type was built for another kernel: an error, not a split BTF that repeats its
+/// kernel's types.
+pub fn convert_module(
+    path: &Path,
+    data: &[u8],
+    base: &SplitBase<'_>,
+    alt: Option<&Path>,
+) -> Result<Split, DwarfInputError> {
+    // A truncated file says so, rather than that it has no DWARF.
+    crate::elf::section_data(data, ".debug_info")?;
+    let Some(standalone) = convert(path, data, true, alt)? else {
+        return Err(DwarfInputError::Convert(Error::MissingSection(
+            ".debug_info",
+        )));
+    };
+    let split = base.split(&Btf::parse(&standalone)?)?;
+    if split.named > 0 && split.named_in_base == 0 {
+        return Err(DwarfInputError::NotTheBase(split.named));
+    }
+    Ok(split)
 }
 
 /// The supplementary file input `data` (read from `path`) names, mapped; `None` if it names

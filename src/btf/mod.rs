@@ -10,6 +10,7 @@ mod index;
 pub mod kind;
 mod layout;
 mod parse;
+pub mod split;
 mod types;
 mod validate;
 pub mod write;

@@ -2,10 +2,12 @@
 //! `pahole --btf_encode_detached` writes it: every type of every unit, deduplicated, for
 //! `bpftool btf dump file OUTPUT format c` (a `vmlinux.h` for a kernel without BTF) or for an
 //! archive of full kernel BTFs. The main job never needs it: `min-core-btf` converts only in
-//! memory.
+//! memory. With `--base-btf BASE`, INPUT is a kernel module's debug `.ko` and the output its
+//! split BTF over BASE, as `pahole -J --btf_base BASE` writes it.
 
-use super::{CliError, CliResult, DwarfArgs, Input, write_atomic};
+use super::{BaseInput, CliError, CliResult, DwarfArgs, Input, context, write_atomic};
 use btfgen::btf::Btf;
+use btfgen::btf::split::SplitBase;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -22,6 +24,11 @@ pub struct EncodeArgs {
     /// /usr/lib/debug/.build-id/.
     #[arg(long, value_name = "FILE")]
     pub dwarf_alt: Option<PathBuf>,
+    /// The kernel whose module INPUT is (raw BTF, an ELF file's .BTF, or an ELF file with
+    /// DWARF and no .BTF such as a debug vmlinux, converted first): OUTPUT is then INPUT's
+    /// split BTF over it, as pahole -J writes it with BASE as its base BTF.
+    #[arg(long, value_name = "BASE")]
+    pub base_btf: Option<PathBuf>,
 }
 
 /// Run `btfgen encode`.
@@ -33,13 +40,31 @@ pub fn run(args: &EncodeArgs) -> CliResult<ExitCode> {
         from_dwarf: true,
         dwarf_alt: args.dwarf_alt.clone(),
     };
-    let btf = dwarf
-        .convert(&args.input, &input)?
-        .ok_or_else(|| CliError(format!("internal error: {name}: not converted")))?;
-    let types = Btf::parse(&btf)
-        .map_err(|e| CliError(format!("internal error: {name}: the converted BTF: {e}")))?
-        .type_cnt()
-        - 1;
+    let (btf, types) = match &args.base_btf {
+        Some(base_path) => {
+            let base = BaseInput::read(base_path)?;
+            let base_btf = base.parse()?;
+            let split_base = SplitBase::new(&base_btf).map_err(context(base_path.display()))?;
+            let split = super::split_module(
+                &args.input,
+                &input,
+                &split_base,
+                &base_path.display().to_string(),
+                &dwarf,
+            )?;
+            (split.bytes, split.split_types)
+        }
+        None => {
+            let btf = dwarf
+                .convert(&args.input, &input)?
+                .ok_or_else(|| CliError(format!("internal error: {name}: not converted")))?;
+            let types = Btf::parse(&btf)
+                .map_err(|e| CliError(format!("internal error: {name}: the converted BTF: {e}")))?
+                .type_cnt()
+                - 1;
+            (btf, types)
+        }
+    };
     // Read while mapped: a change meanwhile fails the write, which leaves no output.
     write_atomic(&args.output, &btf)?;
     if !super::quiet() {

@@ -168,7 +168,18 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     }
     drop(files);
     let mut modules = args.module_btf.clone();
-    modules.extend(dir_modules);
+    // A directory of debug modules holds a thousand: only those whose DWARF may name a type
+    // the objects look for are converted (their .BTF, when read as it is, costs nothing).
+    let names: Vec<&str> = wanted.iter().map(|(name, _)| *name).collect();
+    for path in dir_modules {
+        let file = Input::open(&path)?;
+        if btfgen::dwarf::module_converts(&file, args.dwarf.from_dwarf)
+            && !btfgen::dwarf::may_name(&file, &names)
+        {
+            continue;
+        }
+        modules.push(path);
+    }
     let files = TargetFiles::read(&input, args.base_btf.as_deref(), &modules, &args.dwarf)?;
     run_with(&files, false)?
         .ok_or_else(|| CliError("internal error: module BTFs checked twice".into()))

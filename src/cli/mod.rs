@@ -15,6 +15,7 @@ pub mod report;
 pub mod select;
 pub mod verdicts;
 
+use btfgen::btf::split::SplitBase;
 use btfgen::btf::{Btf, NameFilter, Validation};
 use btfgen::core::relocate::local_type_names;
 use btfgen::core::{BtfSource, CandidateIndex, ScanPlan, Targets};
@@ -160,6 +161,56 @@ impl DwarfArgs {
     }
 }
 
+/// A kernel's BTF to split modules over: its file, and the BTF converted from its DWARF when
+/// it has DWARF and no `.BTF` (a debug vmlinux).
+pub struct BaseInput {
+    name: String,
+    file: Input,
+    converted: Option<Vec<u8>>,
+}
+
+impl BaseInput {
+    /// Read (and if need be convert) the kernel at `path`.
+    pub fn read(path: &Path) -> CliResult<BaseInput> {
+        let file = Input::open(path)?;
+        let converted = DwarfArgs::default().convert(path, &file)?;
+        Ok(BaseInput {
+            name: path.display().to_string(),
+            file,
+            converted,
+        })
+    }
+
+    /// Its BTF, parsed and checked in full.
+    pub fn parse(&self) -> CliResult<Btf<'_>> {
+        match &self.converted {
+            Some(btf) => Btf::parse(btf),
+            None => Btf::parse_raw_or_elf(&self.file, None),
+        }
+        .map_err(context(&self.name))
+    }
+}
+
+/// Kernel module `path` (its bytes `data`), a debug `.ko`, converted to split BTF over
+/// `base` (named `base_name`; [`btfgen::dwarf_input::convert_module`]); `dwarf.dwarf_alt` is its supplementary
+/// file, if it names one.
+pub fn split_module(
+    path: &Path,
+    data: &[u8],
+    base: &SplitBase<'_>,
+    base_name: &str,
+    dwarf: &DwarfArgs,
+) -> CliResult<btfgen::btf::split::Split> {
+    btfgen::dwarf_input::convert_module(path, data, base, dwarf.dwarf_alt.as_deref()).map_err(|e| {
+        match e {
+            btfgen::dwarf_input::DwarfInputError::NotTheBase(_) => {
+                CliError(format!("{}: {e} ({})", path.display(), base_name))
+            }
+            e => CliError(format!("{}: {e}", path.display())),
+        }
+    })
+}
+
 /// The bytes of a run's target BTFs: the main BTF, its base when it is split, and module BTFs
 /// split on it.
 pub struct TargetFiles {
@@ -169,11 +220,16 @@ pub struct TargetFiles {
     /// The main input's own file when its BTF was converted from its DWARF (kept open so the
     /// check of mapped inputs still covers it).
     dwarf_file: Option<Input>,
+    /// Likewise, the debug `.ko` files of the modules converted from their DWARF (held, never
+    /// read).
+    _module_files: Vec<Input>,
 }
 
 impl TargetFiles {
     /// Read every file, naming the one that fails; a main input with DWARF is converted as
-    /// `dwarf` says ([`DwarfArgs::convert`]).
+    /// `dwarf` says ([`DwarfArgs::convert`]), and so is a module's debug `.ko`, to split BTF
+    /// over the main BTF ([`split_module`]; with `--from-dwarf` even if it has a `.BTF`,
+    /// whose ids are those of the kernel's own BTF, not of the converted one).
     pub fn read(
         main: &Path,
         base: Option<&Path>,
@@ -186,11 +242,42 @@ impl TargetFiles {
             Some(btf) => ((name, Input::Read(btf)), Some(file)),
             None => ((name, file), None),
         };
+        let mut loaded: Vec<(String, Input)> =
+            modules.iter().map(|p| load(p)).collect::<CliResult<_>>()?;
+        let base = base.map(load).transpose()?;
+        let mut module_files = Vec::new();
+        if loaded
+            .iter()
+            .any(|(_, data)| btfgen::dwarf::module_converts(data, dwarf.from_dwarf))
+        {
+            // Debug modules are split over the main BTF, read once for all of them.
+            if base.is_some() {
+                return Err(CliError(format!(
+                    "{}: a module's DWARF is split over the kernel's BTF, not over split BTF",
+                    main.0
+                )));
+            }
+            let kernel = Btf::parse_raw_or_elf(&main.1, None).map_err(context(&main.0))?;
+            let split_base = SplitBase::new(&kernel).map_err(context(&main.0))?;
+            let module_dwarf = DwarfArgs {
+                from_dwarf: true,
+                dwarf_alt: None,
+            };
+            for ((_, data), path) in loaded.iter_mut().zip(modules) {
+                if !btfgen::dwarf::module_converts(data, dwarf.from_dwarf) {
+                    continue;
+                }
+                let split = split_module(path, data, &split_base, &main.0, &module_dwarf)?;
+                let file = std::mem::replace(data, Input::Read(split.bytes));
+                module_files.push(file);
+            }
+        }
         Ok(TargetFiles {
             main,
-            base: base.map(load).transpose()?,
-            modules: modules.iter().map(|p| load(p)).collect::<CliResult<_>>()?,
+            base,
+            modules: loaded,
             dwarf_file,
+            _module_files: module_files,
         })
     }
 
@@ -206,6 +293,7 @@ impl TargetFiles {
             base: None,
             modules: Vec::new(),
             dwarf_file: None,
+            _module_files: Vec::new(),
         }
     }
 

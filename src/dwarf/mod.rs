@@ -33,6 +33,53 @@ pub fn converts(data: &[u8], force_dwarf: bool) -> bool {
     force_dwarf || has_dwarf_without_btf(data)
 }
 
+/// Whether a kernel module's file `data` is converted from its DWARF to split BTF, rather
+/// than its `.BTF` read as it is: when it has DWARF and no `.BTF`, or when `force_dwarf`
+/// asks for DWARF (a kernel converted from DWARF numbers its types otherwise than the
+/// `.BTF` the module was built with) and it has DWARF. A module with neither is read as BTF,
+/// and fails there.
+pub fn module_converts(data: &[u8], force_dwarf: bool) -> bool {
+    sections::has_debug_info(data)
+        && (force_dwarf || matches!(crate::elf::section_data(data, ".BTF"), Ok(None)))
+}
+
+/// Whether the DWARF of ELF file `data` may define a type named one of `names` (or one of
+/// them with a `___flavor` suffix, which CO-RE matches too): `false` only when its
+/// `.debug_str` is plain, holds none of them, and every name is long enough (4 bytes and
+/// more) that gcc writes it there rather than inline. Lets a caller skip converting modules
+/// that cannot hold a relocation's candidate.
+pub fn may_name(data: &[u8], names: &[&str]) -> bool {
+    use object::{Object, ObjectSection};
+    if names.iter().any(|n| n.len() < 4) {
+        return true;
+    }
+    let Ok(file) = object::File::parse(data) else {
+        return true;
+    };
+    if file.section_by_name(".zdebug_str").is_some()
+        || file.section_by_name(".gnu_debugaltlink").is_some()
+        || file.section_by_name(".debug_sup").is_some()
+    {
+        return true;
+    }
+    let Some(section) = file.section_by_name(".debug_str") else {
+        return true;
+    };
+    let plain = section
+        .compressed_file_range()
+        .is_ok_and(|r| r.format == object::CompressionFormat::None);
+    let Some(strings) = section.data().ok().filter(|_| plain) else {
+        return true;
+    };
+    strings.split(|&b| b == 0).any(|s| {
+        let essential = match s.windows(3).position(|w| w == b"___") {
+            Some(at) => &s[..at],
+            None => s,
+        };
+        names.iter().any(|n| n.as_bytes() == essential)
+    })
+}
+
 /// The BTF of the DWARF types of ELF file `data`, in the file's byte order: every type of
 /// every unit, and of the units of `sup` (its [`supplementary`] file, which a `dwz -m` input
 /// needs) that it imports or refers into, deduplicated. The result is checked as

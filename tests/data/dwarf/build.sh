@@ -12,6 +12,12 @@
 #                                                        as a kernel module's .ko is; named
 #                                                        .ko so that no test takes it for a
 #                                                        BPF object)
+#   kbase.c                    -> kbase-CC-dwarf5.so    (a small "kernel"; its BTF, by the
+#                                                        *.so rule below, is the base)
+#   kmod.c                     -> kmod-CC-dwarf5-rel.ko (-c: a module of it, through kbase.h)
+#                              -> kmod-CC-dwarf5-rel.pahole.btf (pahole -J --btf_base
+#                                 kbase-CC-dwarf5.pahole.btf: its split BTF over the base)
+#   kmod.bpf.c                 -> kmod.bpf.o            (CO-RE relocations into the module)
 #   clang-19-dwarf5.so         -> clang-19-dwarf5-{zlib,zstd,zlib-gnu}.so
 #                                 (objcopy --compress-debug-sections)
 #   gcc-dwarf4.so              -> gcc-dwarf4-dwz.so     (dwz: partial units in the file)
@@ -79,8 +85,17 @@ for cc in "$GCC" "$CLANG"; do
 	pahole_btf "$name-dwarf5-rel.ko"
 done
 so "$CLANG" atomic-clang-19-dwarf5.so -gdwarf-5 -- atomic.c
+for cc in "$GCC" "$CLANG"; do
+	name=$(basename "$cc" | sed 's/^gcc.*/gcc/')
+	so "$cc" kbase-$name-dwarf5.so -gdwarf-5 -- kbase.c
+	pahole_btf kbase-$name-dwarf5.so
+	"$cc" -g -gdwarf-5 -fPIC -O0 -fdebug-prefix-map="$here"=. -Wall -c kmod.c -o kmod-$name-dwarf5-rel.ko
+	"$PAHOLE" -J --btf_gen_floats --btf_base kbase-$name-dwarf5.pahole.btf \
+		--btf_encode_detached=kmod-$name-dwarf5-rel.pahole.btf kmod-$name-dwarf5-rel.ko
+done
 
 "$CLANG" -target bpfel -g -O2 -fdebug-prefix-map="$here"=. -Wall -Werror -c core.bpf.c -o core.bpf.o
+"$CLANG" -target bpfel -g -O2 -fdebug-prefix-map="$here"=. -Wall -Werror -c kmod.bpf.c -o kmod.bpf.o
 
 for z in zlib zstd zlib-gnu; do
 	"$OBJCOPY" --compress-debug-sections=$z clang-19-dwarf5.so clang-19-dwarf5-$z.so
