@@ -190,11 +190,53 @@ impl Budget {
     }
 }
 
-/// Whether this thread's allocations are charged to a budget now ([`Budget::run`],
-/// [`count_only`]): work that would start a thread, whose allocations no budget counts,
-/// stays on this one.
-pub fn counting() -> bool {
-    current::any()
+/// This thread's current budget (if any), to be made current on another thread
+/// ([`Inherited::run`]): work that splits itself over threads charges every thread's
+/// allocations to the budget its caller runs in, under the same limit. Start the thread, and
+/// block on what connects the threads, under [`uncharged`] (`std`'s own allocations for them
+/// cannot fail, and outlive the work).
+pub fn inherit() -> Inherited {
+    Inherited {
+        current: current::acquire(),
+    }
+}
+
+/// A budget carried to another thread: see [`inherit`]. Dropped unused, it gives up its
+/// reference.
+pub struct Inherited {
+    /// The budget and whether its limit is enforced, with a reference of its own.
+    current: Current,
+}
+
+// SAFETY: `current` owns a reference to a state that is only read and changed through atomics,
+// and freed by the last of its references on whatever thread gives it up: moving it to another
+// thread is moving a `Budget` handle.
+unsafe impl Send for Inherited {}
+
+impl Inherited {
+    /// Run `f` on this thread with the inherited budget current, as [`Budget::run`] does
+    /// (enforcing its limit if the thread it came from did).
+    pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
+        // The scope takes over the reference: not given up by `drop` as well.
+        let this = core::mem::ManuallyDrop::new(self);
+        let _scope = Scope::enter(this.current);
+        f()
+    }
+}
+
+impl Drop for Inherited {
+    fn drop(&mut self) {
+        release_current(self.current);
+    }
+}
+
+/// Run `f` with no budget current: for what `std` allocates for a thread and keeps until the
+/// thread ends (a thread's handle, a channel's wait context), which no piece of work owns and
+/// whose freeing, after the work is done, would otherwise be charged to whichever budget the
+/// thread first needed it in.
+pub fn uncharged<R>(f: impl FnOnce() -> R) -> R {
+    let _scope = Scope::enter(NO_BUDGET);
+    f()
 }
 
 /// Run `f` with the current budget (if any) counting its allocations without refusing any:
@@ -291,11 +333,6 @@ mod current {
     pub(super) fn enforcing() -> bool {
         CURRENT.with(Cell::get).enforce
     }
-
-    /// Whether a budget is current.
-    pub(super) fn any() -> bool {
-        !CURRENT.with(Cell::get).state.is_null()
-    }
 }
 
 /// The current slot without `std`: one for the whole program (no thread locals; see the module
@@ -355,11 +392,6 @@ mod current {
     /// Whether the current budget's limit is enforced.
     pub(super) fn enforcing() -> bool {
         with(|c| c.enforce)
-    }
-
-    /// Whether a budget is current.
-    pub(super) fn any() -> bool {
-        with(|c| !c.state.is_null())
     }
 }
 
@@ -614,6 +646,31 @@ mod tests {
         assert_eq!(watcher.used(), 0);
         // The other thread's own allocations were never charged to it.
         assert!(watcher.peak() < 200);
+    }
+
+    #[test]
+    fn an_inherited_budget_charges_and_limits_another_thread() {
+        let budget = Budget::new(1 << 20).unwrap();
+        let (kept, refused) = budget.run(|| {
+            let inherited = inherit();
+            std::thread::spawn(move || {
+                inherited.run(|| {
+                    let mut kept: Vec<u8> = Vec::new();
+                    kept.try_reserve_exact(1000).unwrap();
+                    (kept, Vec::<u8>::new().try_reserve_exact(2 << 20).is_err())
+                })
+            })
+            .join()
+            .unwrap()
+        });
+        assert!(refused, "the other thread went past the limit");
+        assert!(budget.used() >= 1000, "{}", budget.used());
+        drop(kept);
+        assert_eq!(budget.used(), 0);
+        // Dropped unused, it gives its reference up: the budget's state goes with its handle.
+        let unused = budget.run(inherit);
+        drop(unused);
+        assert_eq!(budget.state().refs.load(Ordering::Relaxed), 1);
     }
 
     #[test]

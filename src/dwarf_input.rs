@@ -70,8 +70,7 @@ pub fn convert(
     // The DWARF is read twice, unit after unit: pages read are let go as it goes.
     let options = crate::dwarf::Options {
         release: &crate::mapped::release,
-        // A budget counts only its own thread's allocations.
-        threads: !crate::budget::counting(),
+        ..crate::dwarf::Options::default()
     };
     let btf = crate::dwarf::to_btf_with(data, sup.as_deref(), &options)?;
     // Read while mapped: a change meanwhile shows only now.

@@ -19,11 +19,18 @@ pub fn section_data<'a>(data: &'a [u8], name: &str) -> Result<Option<&'a [u8]>> 
     }
 }
 
+/// `object`'s parse of ELF file `data`. It allocates (a table by section number) as
+/// allocations that cannot fail: counted by the caller's budget, if any, never refused, so the
+/// budget's next allocation is.
+pub(crate) fn parse(data: &[u8]) -> object::Result<object::File<'_>> {
+    crate::budget::count_only(|| object::File::parse(data))
+}
+
 fn find<'a, H: FileHeader<Endian = object::Endianness>>(
     data: &'a [u8],
     name: &str,
 ) -> Result<Option<&'a [u8]>> {
-    let file = object::read::elf::ElfFile::<H>::parse(data)
+    let file = crate::budget::count_only(|| object::read::elf::ElfFile::<H>::parse(data))
         .map_err(|_| Error::BadElf("malformed ELF headers"))?;
     match file.section_by_name(name) {
         Some(section) => section

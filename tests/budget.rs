@@ -23,6 +23,9 @@ static ALLOC: BudgetAlloc<std::alloc::System> = BudgetAlloc::new(std::alloc::Sys
 const STEPS: usize = 40;
 /// Limits just under the peak, each tried.
 const FINE: usize = 48;
+/// How far past its limit gimli's allocations for two units of a small fixture may take a
+/// budget.
+const SLACK: usize = 16 << 10;
 
 /// One pair's inputs, read outside any budget.
 struct Inputs {
@@ -152,4 +155,59 @@ fn budgets_are_per_thread() {
             assert_eq!(run.join().unwrap(), alone);
         }
     });
+}
+
+/// A DWARF conversion on two threads inside a budget: the second thread's allocations are
+/// charged to the caller's budget and held to its limit (`budget::inherit`). Every limit gives
+/// the output of an unlimited run or `OutOfMemory`, never an abort, with nothing left charged;
+/// which limits fail depends on how the threads interleave, so the exact peak is not pinned.
+/// gimli's own allocations for a unit (abbreviations) cannot fail: counted, not refused, they
+/// may take the peak past the limit by a unit's share ([`SLACK`] here).
+#[test]
+fn a_threaded_dwarf_conversion_stays_in_its_budget() {
+    let elf = read("dwarf/gcc-dwarf5.so");
+    let convert = |limit: usize| {
+        let budget = Budget::new(limit).unwrap();
+        let result = budget.run(|| btfgen::dwarf::to_btf(&elf, None));
+        let peak = budget.peak();
+        assert!(
+            peak <= limit.saturating_add(SLACK),
+            "peak {peak} over the limit {limit}"
+        );
+        // Copied outside the budget, so that dropping the result must leave nothing charged.
+        let outcome = result.as_ref().map(|b| b.to_vec()).map_err(Error::clone);
+        drop(result);
+        // The second thread may still be ending (its last frees) when the call returns.
+        let ended = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while budget.used() != 0 && std::time::Instant::now() < ended {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(budget.used(), 0, "limit {limit}: left charged");
+        (outcome, peak)
+    };
+    let (reference, peak) = convert(usize::MAX);
+    let reference = reference.unwrap();
+    let sequential = Budget::new(usize::MAX).unwrap();
+    let one = btfgen::dwarf::Options {
+        release: &|_| {},
+        threads: false,
+    };
+    let alone = sequential
+        .run(|| btfgen::dwarf::to_btf_with(&elf, None, &one))
+        .unwrap();
+    assert_eq!(alone, reference);
+    // The walker's DIEs are charged: the peak is not far under one thread's.
+    assert!(
+        peak * 4 >= sequential.peak() * 3,
+        "two threads {peak}, one {}",
+        sequential.peak()
+    );
+    let mut failures = 0;
+    for i in 0..=STEPS {
+        match convert(peak * i / STEPS).0 {
+            Err(Error::OutOfMemory) => failures += 1,
+            other => assert_eq!(other.as_ref(), Ok(&reference), "limit {}", peak * i / STEPS),
+        }
+    }
+    assert!(failures > STEPS / 2, "only {failures} limits failed");
 }

@@ -206,7 +206,9 @@ impl<'a, 'w> Converter<'a, 'w> {
         let endian = sections.endian;
         let mut dwarf = load_dwarf(sections, ".debug_info")?;
         if let Some(sup) = sup {
-            dwarf.set_sup(load_dwarf(sup, SUP_INFO)?);
+            let sup = load_dwarf(sup, SUP_INFO)?;
+            // An `Arc`, which cannot fail: counted, not refused.
+            crate::budget::count_only(|| dwarf.set_sup(sup));
         }
         let mut functions = fallible::vec_with_capacity(sections.functions.len())?;
         functions.extend(sections.functions.iter().map(|&f| (f, false)));
@@ -487,11 +489,13 @@ impl<'a> Input<'a> {
         }
     }
 
-    /// Unit `index` with its abbreviations, parsed.
+    /// Unit `index` with its abbreviations, parsed. gimli allocates them (and its line
+    /// program's header) as allocations that cannot fail: counted by the caller's budget, if
+    /// any, but not refused, so a budget may pass its limit by one unit's share (two with
+    /// threads) before its next allocation is refused.
     fn load(&self, index: usize) -> Result<gimli::Unit<Reader<'a>>> {
-        let mut unit = self
-            .dwarf_of(index)?
-            .unit(self.units[index].header)
+        let dwarf = self.dwarf_of(index)?;
+        let mut unit = crate::budget::count_only(|| dwarf.unit(self.units[index].header))
             .map_err(|e| self.unit_at(index).err(gimli_reason(e)))?;
         // Its line program (every unit's file names) is never read: not kept.
         unit.line_program = None;
@@ -550,10 +554,13 @@ impl<'a> Input<'a> {
             })
             .map_or(units.len(), |i| i + 1);
         std::thread::scope(|scope| {
-            let second = std::thread::Builder::new()
-                .name("btfgen-dwarf".into())
-                .spawn_scoped(scope, || self.scan_range(mid..units.len()))
-                .ok()?;
+            let budget = crate::budget::inherit();
+            let second = crate::budget::uncharged(|| {
+                std::thread::Builder::new()
+                    .name("btfgen-dwarf".into())
+                    .spawn_scoped(scope, || budget.run(|| self.scan_range(mid..units.len())))
+            })
+            .ok()?;
             let first = self.scan_range(0..mid);
             let second = second.join().unwrap_or(Err(Error::InvalidArgument(
                 "DWARF conversion: the second thread's scan did not finish",

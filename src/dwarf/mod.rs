@@ -53,7 +53,7 @@ pub fn may_name(data: &[u8], names: &[&str]) -> bool {
     if names.iter().any(|n| n.len() < 4) {
         return true;
     }
-    let Ok(file) = object::File::parse(data) else {
+    let Ok(file) = crate::elf::parse(data) else {
         return true;
     };
     if file.section_by_name(".zdebug_str").is_some()
@@ -99,9 +99,9 @@ pub struct Options<'r> {
     /// bytes may be read again later, and from either thread.
     pub release: &'r (dyn Fn(&[u8]) + Sync),
     /// Whether each pass over the units may run on two threads (with `std`; without it, or
-    /// if a thread cannot be started, on the caller's). The output is the same either way.
-    /// The second thread's allocations are charged to no [`crate::budget::Budget`]: a caller
-    /// that runs in one asks for none.
+    /// if a thread cannot be started, on the caller's). The output is the same either way,
+    /// and the second thread's allocations are charged to the caller's
+    /// [`crate::budget::Budget`], if it runs in one.
     pub threads: bool,
 }
 

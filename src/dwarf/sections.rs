@@ -51,7 +51,7 @@ impl<'a> Sections<'a> {
     /// section (REL ones, as in BPF objects, keep their addends in the section: it is read as
     /// it is).
     pub fn read(data: &'a [u8]) -> Result<Sections<'a>> {
-        let file = object::File::parse(data).map_err(|_| Error::BadElf("not an ELF file"))?;
+        let file = crate::elf::parse(data).map_err(|_| Error::BadElf("not an ELF file"))?;
         if file.format() != object::BinaryFormat::Elf {
             return Err(Error::BadElf("not an ELF file"));
         }
@@ -163,7 +163,7 @@ fn relocated<'a>(
 /// Whether the ELF file `data` has DWARF type information (`.debug_info`, or its legacy
 /// compressed `.zdebug_info`).
 pub fn has_debug_info(data: &[u8]) -> bool {
-    object::File::parse(data).is_ok_and(|file| {
+    crate::elf::parse(data).is_ok_and(|file| {
         file.section_by_name(".debug_info")
             .or_else(|| file.section_by_name(".zdebug_info"))
             .is_some_and(|s| s.size() > 0)

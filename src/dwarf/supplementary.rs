@@ -33,7 +33,7 @@ fn bad(reason: &'static str) -> Error {
 /// The supplementary file `data` refers to, if it is an ELF file that names one; an error
 /// when the section that names it is malformed. A supplementary file itself names none.
 pub fn link(data: &[u8]) -> Result<Option<Link<'_>>> {
-    let Ok(file) = object::File::parse(data) else {
+    let Ok(file) = crate::elf::parse(data) else {
         return Ok(None);
     };
     if let Some((path, id)) = file
@@ -59,7 +59,7 @@ pub fn link(data: &[u8]) -> Result<Option<Link<'_>>> {
 /// The identity of a would-be supplementary file `data`, to compare with [`Link::id`]: the
 /// checksum of its `.debug_sup` (DWARF 5), else its GNU build id.
 pub fn identity(data: &[u8]) -> Result<Option<&[u8]>> {
-    let file = object::File::parse(data).map_err(|_| Error::BadElf("not an ELF file"))?;
+    let file = crate::elf::parse(data).map_err(|_| Error::BadElf("not an ELF file"))?;
     if let Some(sup) = debug_sup(&file)?.filter(|s| s.is_supplementary) {
         return Ok(Some(sup.checksum));
     }

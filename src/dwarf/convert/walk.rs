@@ -264,27 +264,37 @@ impl<'a> Input<'a> {
     fn convert_units_threaded(&self, out: &mut Output<'a, '_>) -> Option<Result<()>> {
         use std::sync::mpsc::sync_channel;
         std::thread::scope(|scope| {
-            // One unit walked ahead at most: the walks hold a few units' DIEs at a time.
-            let (send, receive) = sync_channel::<Result<Walked<'a>>>(1);
-            // The nodes of converted units, back to the walker to be reused.
-            let (recycle, reuse) = sync_channel::<Nodes<'a>>(2);
-            let walker = std::thread::Builder::new()
-                .name("btfgen-dwarf".into())
-                .spawn_scoped(scope, move || {
-                    for index in 0..self.units.len() {
-                        let spare = reuse.try_recv().unwrap_or_default();
-                        let walked = self.walk_unit(index, spare);
-                        let failed = walked.as_ref().map_or(true, |w| w.error.is_some());
-                        if send.send(walked).is_err() || failed {
-                            break;
-                        }
-                    }
-                });
-            if walker.is_err() {
+            // The channels and the thread are std's, allocated as they cannot fail: outside
+            // the caller's budget (if any), which charges only the walks.
+            let budget = crate::budget::inherit();
+            let walker = crate::budget::uncharged(|| {
+                // One unit walked ahead at most: the walks hold a few units' DIEs at a time.
+                let (send, receive) = sync_channel::<Result<Walked<'a>>>(1);
+                // The nodes of converted units, back to the walker to be reused.
+                let (recycle, reuse) = sync_channel::<Nodes<'a>>(2);
+                let walker = std::thread::Builder::new()
+                    .name("btfgen-dwarf".into())
+                    .spawn_scoped(scope, move || {
+                        budget.run(|| {
+                            for index in 0..self.units.len() {
+                                let spare = reuse.try_recv().unwrap_or_default();
+                                let walked = self.walk_unit(index, spare);
+                                let failed = walked.as_ref().map_or(true, |w| w.error.is_some());
+                                // Blocking makes std give the thread a wait context once.
+                                let sent = crate::budget::uncharged(|| send.send(walked).is_ok());
+                                if !sent || failed {
+                                    break;
+                                }
+                            }
+                        })
+                    });
+                walker.map(|_| (receive, recycle))
+            });
+            let Ok((receive, recycle)) = walker else {
                 return None;
-            }
+            };
             let mut result = Ok(());
-            for walked in receive.iter() {
+            while let Ok(walked) = crate::budget::uncharged(|| receive.recv()) {
                 match walked.and_then(|walked| self.convert_walked(out, walked)) {
                     // Full, or the walker gone: dropped instead.
                     Ok(nodes) => _ = recycle.try_send(nodes),
