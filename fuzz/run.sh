@@ -27,6 +27,9 @@ mkdir -p logs
 # finding too. One build job, to leave the other core alone.
 CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} cargo +nightly fuzz build -O -a || exit 1
 
+# Known false positives of the leak check (see the file).
+export LSAN_OPTIONS="suppressions=$PWD/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
 failed=()
 for t in "${targets[@]}"; do
     echo "== $t: ${minutes} min" >&2
