@@ -4,6 +4,7 @@
 //! A [`Btf`] borrows its bytes and keeps only a sparse offset index (one `u32` per eight types),
 //! so parsing the 5 MiB kernel BTF is one pass over its type headers and a 60 KiB allocation.
 
+pub(crate) mod dedup_table;
 pub mod dump;
 mod filter;
 mod index;

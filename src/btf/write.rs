@@ -25,6 +25,9 @@ pub struct BtfWriter {
     string_index: HashTable<u32>,
     hasher: DefaultHashBuilder,
     next_id: u32,
+    /// The offset of `strings`' first byte: 0, or for split BTF the base's string section
+    /// length (offsets below it are the base's strings).
+    strings_start: u32,
 }
 
 impl BtfWriter {
@@ -39,6 +42,24 @@ impl BtfWriter {
             // hasher keeps the writer free of any runtime randomness.
             hasher: DefaultHashBuilder::default(),
             next_id: 1,
+            strings_start: 0,
+        })
+    }
+
+    /// An empty split BTF over a base of `base_type_cnt` ids (its `btf__type_cnt`) and a
+    /// `base_strings_len`-byte string section: ids continue the base's, and the string
+    /// section holds only what the base lacks, its offsets continuing the base's (a name the
+    /// base has is given by the base's offset, not added).
+    pub fn new_split(
+        endian: Endianness,
+        base_type_cnt: u32,
+        base_strings_len: u32,
+    ) -> Result<BtfWriter> {
+        Ok(BtfWriter {
+            strings: Vec::new(),
+            next_id: base_type_cnt,
+            strings_start: base_strings_len,
+            ..BtfWriter::new(endian)?
         })
     }
 
@@ -50,26 +71,31 @@ impl BtfWriter {
     /// Offset of `s` in the string section, adding it if new (strings are stored in the order
     /// first added). The empty string is offset 0.
     pub fn add_string(&mut self, s: &str) -> Result<u32> {
+        self.add_bytes(s.as_bytes())
+    }
+
+    /// [`BtfWriter::add_string`] of a name as bytes (one read from another BTF).
+    pub fn add_bytes(&mut self, s: &[u8]) -> Result<u32> {
         if s.is_empty() {
             return Ok(0);
         }
-        let hash = self.hasher.hash_one(s.as_bytes());
+        let hash = self.hasher.hash_one(s);
         let strings = &self.strings;
         let found = self
             .string_index
-            .find(hash, |&off| string_at(strings, off) == s.as_bytes());
+            .find(hash, |&off| string_at(strings, off) == s);
         if let Some(&off) = found {
-            return Ok(off);
+            return Ok(self.strings_start + off);
         }
         let off = self.strings.len();
-        if off + s.len() > MAX_NAME_OFFSET as usize {
+        if self.strings_start as usize + off + s.len() > MAX_NAME_OFFSET as usize {
             return Err(Error::Limit {
                 what: "string section length",
                 limit: MAX_NAME_OFFSET as usize,
             });
         }
         self.strings.try_reserve(s.len() + 1)?;
-        self.strings.extend_from_slice(s.as_bytes());
+        self.strings.extend_from_slice(s);
         self.strings.push(0);
         let hasher = &self.hasher;
         let strings = &self.strings;
@@ -78,7 +104,7 @@ impl BtfWriter {
         self.string_index.insert_unique(hash, off as u32, |&o| {
             hasher.hash_one(string_at(strings, o))
         });
-        Ok(off as u32)
+        Ok(self.strings_start + off as u32)
     }
 
     /// Append a type header and return the new type's id; kind-specific words follow with
@@ -105,7 +131,7 @@ impl BtfWriter {
         vlen: u16,
         size_or_type: u32,
     ) -> Result<u32> {
-        if name_off as usize >= self.strings.len() {
+        if name_off as usize >= self.strings_start as usize + self.strings.len() {
             return Err(Error::InvalidArgument(
                 "name offset outside the string section",
             ));
@@ -299,7 +325,8 @@ impl BtfWriter {
     }
 }
 
-fn string_at(strings: &[u8], off: u32) -> &[u8] {
+/// The NUL-terminated string at `off` of string section `strings` (empty past its end).
+pub(crate) fn string_at(strings: &[u8], off: u32) -> &[u8] {
     let rest = strings.get(off as usize..).unwrap_or(&[]);
     let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
     &rest[..end]

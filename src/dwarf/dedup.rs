@@ -9,15 +9,14 @@
 
 use super::{Record, Types};
 use crate::btf::Kind;
+use crate::btf::dedup_table::{self, IN_PROGRESS, UNPROCESSED, combine, spread};
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
 use hashbrown::HashTable;
 
-/// `BTF_UNPROCESSED_ID` and `BTF_IN_PROGRESS_ID`: any map value below is a type id.
-const UNPROCESSED: u32 = u32::MAX;
-const IN_PROGRESS: u32 = u32::MAX - 1;
+// Record ids stay below the map's markers.
 const _: () = assert!(super::MAX_RECORD_ID < IN_PROGRESS);
 /// How deep the equivalence and reference walks recurse before giving up (libbpf has no
 /// limit; the kernel's type graphs stay far below it).
@@ -69,17 +68,6 @@ struct Dedup<'t> {
     /// hashmap also yields the newest candidate first).
     table: HashTable<(u64, u32)>,
     chain: Vec<u32>,
-}
-
-/// libbpf's `hash_combine`, on 64 bits.
-fn combine(h: u64, value: u32) -> u64 {
-    h.wrapping_mul(31).wrapping_add(u64::from(value))
-}
-
-/// Spread a combined hash over all bits (the table looks at the top ones too).
-fn spread(h: u64) -> u64 {
-    let h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^ (h >> 33)
 }
 
 fn info(r: &Record) -> u32 {
@@ -199,29 +187,14 @@ impl Dedup<'_> {
 
     /// Candidates with hash `h`, newest first.
     fn candidates(&self, h: u64) -> Candidates<'_> {
-        let head = self
-            .table
-            .find(spread(h), |&(hash, _)| hash == h)
-            .map_or(UNPROCESSED, |&(_, id)| id);
         Candidates {
             chain: &self.chain,
-            next: head,
+            next: dedup_table::head(&self.table, h),
         }
     }
 
     fn add(&mut self, h: u64, id: u32) -> Result<()> {
-        self.table.try_reserve(1, |&(hash, _)| spread(hash))?;
-        match self.table.find_mut(spread(h), |&(hash, _)| hash == h) {
-            Some(entry) => {
-                self.chain[id as usize] = entry.1;
-                entry.1 = id;
-            }
-            None => {
-                self.table
-                    .insert_unique(spread(h), (h, id), |&(hash, _)| spread(hash));
-            }
-        }
-        Ok(())
+        dedup_table::add(&mut self.table, &mut self.chain, id as usize, h, id)
     }
 
     fn prim_type(&mut self, id: u32) -> Result<()> {

@@ -5,15 +5,15 @@
 
 use super::{
     IN_PROGRESS, OWN_STRING, Split, UNPROCESSED, View, combine, name_table_add, name_table_get,
-    string_at, table_add, table_head, too_deep,
+    too_deep,
 };
-use crate::btf::{Btf, Endianness, HEADER_LEN, Kind, MAGIC, MAX_NAME_OFFSET, MAX_TYPE_ID};
+use crate::btf::dedup_table;
+use crate::btf::write::BtfWriter;
+use crate::btf::{Btf, Kind, MAX_TYPE_ID};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
-use core::hash::BuildHasher;
-use hashbrown::{DefaultHashBuilder, HashTable};
-use object::endian::Endian;
+use hashbrown::HashTable;
 
 /// The state of one module's deduplication over a [`super::SplitBase`].
 pub(super) struct SplitDedup<'s, 'a> {
@@ -39,8 +39,8 @@ impl SplitDedup<'_, '_> {
 
     /// The first candidate with hash `h`: the module's newest, else the base's.
     fn head(&self, h: u64) -> u32 {
-        match table_head(&self.table, h) {
-            UNPROCESSED => table_head(&self.view.base.table, h),
+        match dedup_table::head(&self.table, h) {
+            UNPROCESSED => dedup_table::head(&self.view.base.table, h),
             id => id,
         }
     }
@@ -57,7 +57,7 @@ impl SplitDedup<'_, '_> {
                 .unwrap_or(UNPROCESSED);
         }
         match self.chain.get((id - self.b()) as usize) {
-            Some(&UNPROCESSED) | None => table_head(&self.view.base.table, h),
+            Some(&UNPROCESSED) | None => dedup_table::head(&self.view.base.table, h),
             Some(&next) => next,
         }
     }
@@ -76,7 +76,7 @@ impl SplitDedup<'_, '_> {
 
     fn add(&mut self, h: u64, id: u32) -> Result<()> {
         let slot = (id - self.b()) as usize;
-        table_add(&mut self.table, &mut self.chain, slot, h, id)
+        dedup_table::add(&mut self.table, &mut self.chain, slot, h, id)
     }
 
     fn is_mapped(&self, id: u32) -> bool {
@@ -477,20 +477,12 @@ impl SplitDedup<'_, '_> {
             if r < b { r } else { new_ids[(r - b) as usize] }
         };
         let base = self.view.base.btf;
-        let mut out = Writer {
-            endian: base.endian(),
-            types: Vec::new(),
-            strings: Vec::new(),
-            index: HashTable::new(),
-            hasher: DefaultHashBuilder::default(),
-            start_str_off: base.strings_len(),
-        };
-        let name = |out: &mut Writer, key: u32| -> Result<u32> {
+        let mut out = BtfWriter::new_split(base.endian(), b, base.strings_len())?;
+        let name = |out: &mut BtfWriter, key: u32| -> Result<u32> {
             if key & OWN_STRING == 0 {
                 return Ok(key);
             }
-            let s = module.name_bytes(key & !OWN_STRING).unwrap_or(&[]);
-            out.add_string(s)
+            out.add_bytes(module.name_bytes(key & !OWN_STRING).unwrap_or(&[]))
         };
         let (mut named, mut named_in_base) = (0, 0);
         for id in b..b + n {
@@ -510,10 +502,8 @@ impl SplitDedup<'_, '_> {
             } else {
                 r.size_or_type
             };
-            let header = [name(&mut out, r.name)?, r.info(), size_or_type];
-            for w in header {
-                out.word(w)?;
-            }
+            let name_off = name(&mut out, r.name)?;
+            out.begin_type_at(name_off, kind, r.kind_flag, r.vlen, size_or_type)?;
             let (names, ids) = super::layout(kind);
             for (i, &w) in self.view.words(id).iter().enumerate() {
                 let is = |pos: Option<(usize, usize)>| pos.is_some_and(|(s, o)| i % s == o);
@@ -524,7 +514,7 @@ impl SplitDedup<'_, '_> {
                 } else {
                     w
                 };
-                out.word(w)?;
+                out.push_word(w)?;
             }
         }
         Ok(Split {
@@ -539,70 +529,4 @@ impl SplitDedup<'_, '_> {
 
 fn real_is(kind: Option<Kind>, wanted: Kind) -> bool {
     kind == Some(wanted)
-}
-
-/// The split BTF's type and string sections as they are written.
-struct Writer {
-    endian: Endianness,
-    types: Vec<u8>,
-    strings: Vec<u8>,
-    index: HashTable<u32>,
-    hasher: DefaultHashBuilder,
-    /// The base's string section length: the offset of this section's first byte.
-    start_str_off: u32,
-}
-
-impl Writer {
-    fn word(&mut self, w: u32) -> Result<()> {
-        fallible::extend(&mut self.types, &self.endian.write_u32(w))
-    }
-
-    fn add_string(&mut self, s: &[u8]) -> Result<u32> {
-        let hash = self.hasher.hash_one(s);
-        let strings = &self.strings;
-        if let Some(&off) = self.index.find(hash, |&o| string_at(strings, o) == s) {
-            return Ok(self.start_str_off + off);
-        }
-        let off = self.strings.len();
-        if self.start_str_off as usize + off + s.len() > MAX_NAME_OFFSET as usize {
-            return Err(Error::Limit {
-                what: "base and split BTF string sections",
-                limit: MAX_NAME_OFFSET as usize,
-            });
-        }
-        self.strings.try_reserve(s.len() + 1)?;
-        self.strings.extend_from_slice(s);
-        self.strings.push(0);
-        let (hasher, strings) = (&self.hasher, &self.strings);
-        self.index
-            .try_reserve(1, |&o| hasher.hash_one(string_at(strings, o)))?;
-        self.index.insert_unique(hash, off as u32, |&o| {
-            hasher.hash_one(string_at(strings, o))
-        });
-        Ok(self.start_str_off + off as u32)
-    }
-
-    fn finish(&self) -> Result<Vec<u8>> {
-        let total = HEADER_LEN + self.types.len() + self.strings.len();
-        let mut out = fallible::vec_with_capacity(total)?;
-        let magic = match self.endian {
-            Endianness::Little => MAGIC.to_le_bytes(),
-            Endianness::Big => MAGIC.to_be_bytes(),
-        };
-        out.extend_from_slice(&magic);
-        out.extend_from_slice(&[1, 0]);
-        let type_len = self.types.len() as u32;
-        for w in [
-            HEADER_LEN as u32,
-            0,
-            type_len,
-            type_len,
-            self.strings.len() as u32,
-        ] {
-            out.extend_from_slice(&self.endian.write_u32(w));
-        }
-        out.extend_from_slice(&self.types);
-        out.extend_from_slice(&self.strings);
-        Ok(out)
-    }
 }

@@ -21,6 +21,8 @@
 //! [`SplitBase`] holds what is computed from the base alone (its records, hashes, names), so
 //! that many modules split over one kernel pay for it once.
 
+use super::dedup_table::{self, IN_PROGRESS, UNPROCESSED, combine, spread};
+use super::write::string_at;
 use super::{Btf, Kind};
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -28,9 +30,6 @@ use alloc::vec::Vec;
 use core::hash::BuildHasher;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-/// `BTF_UNPROCESSED_ID` and `BTF_IN_PROGRESS_ID`: map values below are type ids.
-const UNPROCESSED: u32 = u32::MAX;
-const IN_PROGRESS: u32 = u32::MAX - 1;
 /// Name keys: a base string offset as it is (below [`MAX_NAME_OFFSET`]), a string the base
 /// lacks as the module's offset with this bit set. Equal keys are equal names on both sides.
 const OWN_STRING: u32 = 1 << 31;
@@ -153,47 +152,6 @@ fn load(
     Ok(())
 }
 
-/// libbpf's `hash_combine`, on 64 bits.
-fn combine(h: u64, value: u32) -> u64 {
-    h.wrapping_mul(31).wrapping_add(u64::from(value))
-}
-
-/// Spread a combined hash over all bits (the table looks at the top ones too).
-fn spread(h: u64) -> u64 {
-    let h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^ (h >> 33)
-}
-
-/// Add `id` with hash `h` to `table`, linking the one it replaces through `chain[slot]`, so
-/// that the newest candidate comes first (as libbpf's hashmap yields them).
-fn table_add(
-    table: &mut HashTable<(u64, u32)>,
-    chain: &mut [u32],
-    slot: usize,
-    h: u64,
-    id: u32,
-) -> Result<()> {
-    table.try_reserve(1, |&(hash, _)| spread(hash))?;
-    match table.find_mut(spread(h), |&(hash, _)| hash == h) {
-        Some(entry) => {
-            if let Some(link) = chain.get_mut(slot) {
-                *link = entry.1;
-            }
-            entry.1 = id;
-        }
-        None => {
-            table.insert_unique(spread(h), (h, id), |&(hash, _)| spread(hash));
-        }
-    }
-    Ok(())
-}
-
-fn table_head(table: &HashTable<(u64, u32)>, h: u64) -> u32 {
-    table
-        .find(spread(h), |&(hash, _)| hash == h)
-        .map_or(UNPROCESSED, |&(_, id)| id)
-}
-
 /// What splitting over one base needs of the base, computed once.
 #[derive(Debug)]
 pub struct SplitBase<'a> {
@@ -268,7 +226,7 @@ impl<'a> SplitBase<'a> {
                 };
                 (r, h)
             };
-            table_add(&mut base.table, &mut base.chain, id as usize, h, id)?;
+            dedup_table::add(&mut base.table, &mut base.chain, id as usize, h, id)?;
             if matches!(r.kind, Some(Kind::Struct | Kind::Union)) {
                 name_table_add(&mut base.composites, r.name, id)?;
             }
@@ -405,12 +363,6 @@ fn name_table_get(table: &HashTable<(u32, u32)>, name: u32) -> Option<u32> {
     table
         .find(spread(u64::from(name)), |&(n, _)| n == name)
         .map(|&(_, id)| id)
-}
-
-fn string_at(strings: &[u8], off: u32) -> &[u8] {
-    let rest = strings.get(off as usize..).unwrap_or(&[]);
-    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-    &rest[..end]
 }
 
 /// Base and module records, by unified id: base ids as they are, module id `i` as
