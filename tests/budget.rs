@@ -211,3 +211,27 @@ fn a_threaded_dwarf_conversion_stays_in_its_budget() {
     }
     assert!(failures > STEPS / 2, "only {failures} limits failed");
 }
+
+/// A budget carried to another thread (`budget::inherit`) charges that thread's allocations
+/// and holds them to its limit.
+#[test]
+fn an_inherited_budget_charges_and_limits_another_thread() {
+    let budget = Budget::new(1 << 20).unwrap();
+    let (kept, refused) = budget.run(|| {
+        let inherited = budget::inherit();
+        budget::uncharged(|| std::thread::spawn(move || inherited.run(allocate_past_a_mib)))
+            .join()
+            .unwrap()
+    });
+    assert!(refused, "the other thread went past the limit");
+    assert!(budget.used() >= 1000, "{}", budget.used());
+    drop(kept);
+    assert_eq!(budget.used(), 0);
+}
+
+/// 1000 bytes kept, and whether 2 MiB more were refused.
+fn allocate_past_a_mib() -> (Vec<u8>, bool) {
+    let mut kept: Vec<u8> = Vec::new();
+    kept.try_reserve_exact(1000).unwrap();
+    (kept, Vec::<u8>::new().try_reserve_exact(2 << 20).is_err())
+}

@@ -239,6 +239,89 @@ pub(super) struct Walked<'a> {
     error: Option<Error>,
 }
 
+/// The walker's one unit walked ahead, handed to the converter, and the converted unit's
+/// nodes handed back to be reused: std's mutex and condition variable, which allocate nothing
+/// and keep nothing per thread.
+#[cfg(feature = "std")]
+#[derive(Default)]
+struct Handoff<'a> {
+    slot: std::sync::Mutex<Slot<'a>>,
+    changed: std::sync::Condvar,
+}
+
+#[cfg(feature = "std")]
+#[derive(Default)]
+struct Slot<'a> {
+    walked: Option<Result<Walked<'a>>>,
+    spare: Option<Nodes<'a>>,
+    /// The walker has stopped: nothing more comes.
+    over: bool,
+    /// The converter has stopped: nothing more is taken.
+    closed: bool,
+}
+
+#[cfg(feature = "std")]
+impl<'a> Handoff<'a> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slot<'a>> {
+        // Poisoned only by a panic in a section that leaves the slot consistent.
+        self.slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn wait<'g>(
+        &self,
+        guard: std::sync::MutexGuard<'g, Slot<'a>>,
+    ) -> std::sync::MutexGuard<'g, Slot<'a>> {
+        self.changed
+            .wait(guard)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Hand `walked` over once the previous one was taken; `false` if the converter has
+    /// stopped.
+    fn put(&self, walked: Result<Walked<'a>>) -> bool {
+        let mut slot = self.lock();
+        while slot.walked.is_some() && !slot.closed {
+            slot = self.wait(slot);
+        }
+        if slot.closed {
+            return false;
+        }
+        slot.walked = Some(walked);
+        self.changed.notify_all();
+        true
+    }
+
+    /// The next unit walked; `None` once the walker has stopped and nothing is left.
+    fn take(&self) -> Option<Result<Walked<'a>>> {
+        let mut slot = self.lock();
+        loop {
+            if let Some(walked) = slot.walked.take() {
+                self.changed.notify_all();
+                return Some(walked);
+            }
+            if slot.over {
+                return None;
+            }
+            slot = self.wait(slot);
+        }
+    }
+
+    /// A guard that, when dropped (also by a panic), marks one side as stopped: `mark` sets
+    /// [`Slot::over`] or [`Slot::closed`], and the other side stops waiting.
+    fn stop_on_drop(&self, mark: fn(&mut Slot<'a>)) -> impl Drop + '_ {
+        struct Stop<'h, 'a>(&'h Handoff<'a>, fn(&mut Slot<'a>));
+        impl Drop for Stop<'_, '_> {
+            fn drop(&mut self) {
+                (self.1)(&mut self.0.lock());
+                self.0.changed.notify_all();
+            }
+        }
+        Stop(self, mark)
+    }
+}
+
 impl<'a> Input<'a> {
     /// The second pass over every unit, in order. With [`Input::threads`] (and `std`), a
     /// thread of its own walks the next unit while this one writes the records of the one
@@ -262,49 +345,45 @@ impl<'a> Input<'a> {
     /// thread cannot be started.
     #[cfg(feature = "std")]
     fn convert_units_threaded(&self, out: &mut Output<'a, '_>) -> Option<Result<()>> {
-        use std::sync::mpsc::sync_channel;
+        let handoff = Handoff::default();
         std::thread::scope(|scope| {
-            // The channels and the thread are std's, allocated as they cannot fail: outside
-            // the caller's budget (if any), which charges only the walks.
             let budget = crate::budget::inherit();
+            // The thread is std's, allocated as it cannot fail: outside the caller's budget
+            // (if any), which charges only the walks.
             let walker = crate::budget::uncharged(|| {
-                // One unit walked ahead at most: the walks hold a few units' DIEs at a time.
-                let (send, receive) = sync_channel::<Result<Walked<'a>>>(1);
-                // The nodes of converted units, back to the walker to be reused.
-                let (recycle, reuse) = sync_channel::<Nodes<'a>>(2);
-                let walker = std::thread::Builder::new()
+                std::thread::Builder::new()
                     .name("btfgen-dwarf".into())
-                    .spawn_scoped(scope, move || {
+                    .spawn_scoped(scope, || {
+                        // Tells the converter the walks are over, also if one panicked.
+                        let _over = handoff.stop_on_drop(|slot| slot.over = true);
                         budget.run(|| {
                             for index in 0..self.units.len() {
-                                let spare = reuse.try_recv().unwrap_or_default();
+                                let spare = handoff.lock().spare.take().unwrap_or_default();
                                 let walked = self.walk_unit(index, spare);
                                 let failed = walked.as_ref().map_or(true, |w| w.error.is_some());
-                                // Blocking makes std give the thread a wait context once.
-                                let sent = crate::budget::uncharged(|| send.send(walked).is_ok());
-                                if !sent || failed {
+                                if !handoff.put(walked) || failed {
                                     break;
                                 }
                             }
                         })
-                    });
-                walker.map(|_| (receive, recycle))
+                    })
             });
-            let Ok((receive, recycle)) = walker else {
+            if walker.is_err() {
                 return None;
-            };
+            }
+            // Tells a walker still running to stop at its next unit, also if a conversion
+            // panicked (the scope then waits for it).
+            let _closed = handoff.stop_on_drop(|slot| slot.closed = true);
             let mut result = Ok(());
-            while let Ok(walked) = crate::budget::uncharged(|| receive.recv()) {
+            while let Some(walked) = handoff.take() {
                 match walked.and_then(|walked| self.convert_walked(out, walked)) {
-                    // Full, or the walker gone: dropped instead.
-                    Ok(nodes) => _ = recycle.try_send(nodes),
+                    Ok(nodes) => handoff.lock().spare = Some(nodes),
                     Err(error) => {
                         result = Err(error);
                         break;
                     }
                 }
             }
-            // `receive` is dropped here: a walker still sending stops.
             Some(result)
         })
     }
