@@ -63,6 +63,17 @@ pub fn convert(
     force_dwarf: bool,
     alt: Option<&Path>,
 ) -> Result<Option<Vec<u8>>, DwarfInputError> {
+    convert_telling(path, data, force_dwarf, alt, &|_| {})
+}
+
+/// [`convert`], telling `progress` how far the conversion is (a command's progress line).
+pub fn convert_telling(
+    path: &Path,
+    data: &[u8],
+    force_dwarf: bool,
+    alt: Option<&Path>,
+    progress: &(dyn Fn(crate::dwarf::Progress) + Sync),
+) -> Result<Option<Vec<u8>>, DwarfInputError> {
     if !crate::dwarf::converts(data, force_dwarf) {
         return Ok(None);
     }
@@ -70,6 +81,7 @@ pub fn convert(
     // The DWARF is read twice, unit after unit: pages read are let go as it goes.
     let options = crate::dwarf::Options {
         release: &crate::mapped::release,
+        progress,
         ..crate::dwarf::Options::default()
     };
     let btf = crate::dwarf::to_btf_with(data, sup.as_deref(), &options)?;

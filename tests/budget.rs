@@ -189,8 +189,8 @@ fn a_threaded_dwarf_conversion_stays_in_its_budget() {
     let reference = reference.unwrap();
     let sequential = Budget::new(usize::MAX).unwrap();
     let one = btfgen::dwarf::Options {
-        release: &|_| {},
         threads: false,
+        ..btfgen::dwarf::Options::default()
     };
     let alone = sequential
         .run(|| btfgen::dwarf::to_btf_with(&elf, None, &one))

@@ -28,8 +28,8 @@ fn converted(elf: &str) -> Vec<u8> {
 /// same output, or the same error.
 fn to_btf_both_ways(elf: &[u8], sup: Option<&[u8]>) -> btfgen::Result<Vec<u8>> {
     let one = btfgen::dwarf::Options {
-        release: &|_| {},
         threads: false,
+        ..btfgen::dwarf::Options::default()
     };
     let sequential = btfgen::dwarf::to_btf_with(elf, sup, &one);
     let threaded = btfgen::dwarf::to_btf(elf, sup);
@@ -567,4 +567,60 @@ fn cli_finds_and_checks_the_supplementary_file() {
         assert!(a == b, "{processed}: {}", difference(&a, &b));
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A conversion tells its progress (for the command's progress line): every unit numbered
+/// once, every unit converted in order, then the deduplication; the same on one thread and
+/// on two (numbering on two threads may tell its units out of order, never twice).
+#[test]
+fn a_conversion_tells_its_progress() {
+    use btfgen::dwarf::Progress;
+    let elf = data("gcc-dwarf4-types.so");
+    for threads in [false, true] {
+        let told = std::sync::Mutex::new(Vec::new());
+        let tell = |p: Progress| told.lock().unwrap().push(p);
+        let options = btfgen::dwarf::Options {
+            threads,
+            progress: &tell,
+            ..btfgen::dwarf::Options::default()
+        };
+        btfgen::dwarf::to_btf_with(&elf, None, &options).unwrap();
+        let told = told.into_inner().unwrap();
+        let numbered: Vec<_> = told
+            .iter()
+            .filter_map(|p| match *p {
+                Progress::Numbered { done, total } => Some((done, total)),
+                _ => None,
+            })
+            .collect();
+        let units = numbered.len();
+        assert!(units >= 3, "threads {threads}: {told:?}");
+        let mut dones: Vec<_> = numbered.iter().map(|&(d, _)| d).collect();
+        dones.sort_unstable();
+        assert_eq!(dones, (1..=units).collect::<Vec<_>>(), "threads {threads}");
+        assert!(numbered.iter().all(|&(_, total)| total == units));
+        let converted: Vec<_> = told
+            .iter()
+            .filter_map(|p| match *p {
+                Progress::Converted { done, total } => Some((done, total)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            converted,
+            (1..=units).map(|d| (d, units)).collect::<Vec<_>>(),
+            "threads {threads}"
+        );
+        assert_eq!(told.last(), Some(&Progress::Deduplicating));
+        let first_converted = told
+            .iter()
+            .position(|p| matches!(p, Progress::Converted { .. }))
+            .unwrap();
+        assert!(
+            told[..first_converted]
+                .iter()
+                .all(|p| matches!(p, Progress::Numbered { .. })),
+            "threads {threads}: the passes in order"
+        );
+    }
 }

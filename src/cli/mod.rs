@@ -5,6 +5,7 @@ pub mod bpftool;
 pub mod dedup;
 pub mod docs;
 pub mod dump;
+mod dwarf_progress;
 pub mod encode;
 pub mod input;
 pub mod min_core_btf;
@@ -146,18 +147,23 @@ impl DwarfArgs {
     /// The BTF converted from `data`'s DWARF (read from `path`), if it is converted
     /// ([`btfgen::dwarf_input::convert`]).
     pub fn convert(&self, path: &Path, data: &[u8]) -> CliResult<Option<Vec<u8>>> {
-        btfgen::dwarf_input::convert(path, data, self.from_dwarf, self.dwarf_alt.as_deref())
-            .map_err(|e| match e {
-                btfgen::dwarf_input::DwarfInputError::Supplementary(_)
-                    if self.dwarf_alt.is_none() =>
-                {
-                    CliError(format!(
-                        "{}: {e}; give it with --dwarf-alt FILE",
-                        path.display()
-                    ))
-                }
-                e => CliError(format!("{}: {e}", path.display())),
-            })
+        let progress = dwarf_progress::DwarfProgress::new(path);
+        btfgen::dwarf_input::convert_telling(
+            path,
+            data,
+            self.from_dwarf,
+            self.dwarf_alt.as_deref(),
+            &|p| progress.tell(p),
+        )
+        .map_err(|e| match e {
+            btfgen::dwarf_input::DwarfInputError::Supplementary(_) if self.dwarf_alt.is_none() => {
+                CliError(format!(
+                    "{}: {e}; give it with --dwarf-alt FILE",
+                    path.display()
+                ))
+            }
+            e => CliError(format!("{}: {e}", path.display())),
+        })
     }
 }
 

@@ -147,6 +147,10 @@ struct Input<'a> {
     /// Whether the passes may run on two threads (read only with `std`, which has them).
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
     threads: bool,
+    /// Told how far the passes are.
+    progress: &'a (dyn Fn(super::Progress) + Sync),
+    /// Units the first pass has scanned, on either thread.
+    scanned: core::sync::atomic::AtomicUsize,
 }
 
 /// The unit a pass is in, with its abbreviations (parsed for the pass, dropped after it): a
@@ -194,14 +198,13 @@ impl<'a, 'w> Converter<'a, 'w> {
     /// the units of `sup` (the supplementary file of a `dwz -m` input) that the input refers
     /// to (imports, or points a reference into), and that those refer to. Names are
     /// interned in `strings`.
-    /// `release` is told of each unit's bytes once a pass is done with them. With `threads`
-    /// (and `std`), each pass runs on two threads; the result is the same.
+    /// As `options` say: each unit's bytes released once a pass is done with them, each pass
+    /// on two threads (the result is the same), progress told.
     pub fn new(
         sections: &'a super::sections::Sections<'a>,
         sup: Option<&'a super::sections::Sections<'a>>,
         strings: &'w mut BtfWriter,
-        release: &'a (dyn Fn(&[u8]) + Sync),
-        threads: bool,
+        options: &super::Options<'a>,
     ) -> Result<Converter<'a, 'w>> {
         let endian = sections.endian;
         let mut dwarf = load_dwarf(sections, ".debug_info")?;
@@ -219,8 +222,10 @@ impl<'a, 'w> Converter<'a, 'w> {
             sup_units: Vec::new(),
             signatures: Vec::new(),
             little: endian == RunTimeEndian::Little,
-            release,
-            threads,
+            release: options.release,
+            threads: options.threads,
+            progress: options.progress,
+            scanned: core::sync::atomic::AtomicUsize::new(0),
         };
         input.read_headers()?;
         // Reading every unit's header mapped a page around each (the kernel maps 16 at a
@@ -625,6 +630,13 @@ impl<'a> Input<'a> {
             scanned.error = Some(error);
         }
         self.release_unit(index);
+        let done = 1 + self
+            .scanned
+            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        (self.progress)(super::Progress::Numbered {
+            done,
+            total: self.units.len(),
+        });
         scanned
     }
 

@@ -103,16 +103,41 @@ pub struct Options<'r> {
     /// and the second thread's allocations are charged to the caller's
     /// [`crate::budget::Budget`], if it runs in one.
     pub threads: bool,
+    /// Told how far the conversion is, from either thread: for a progress line.
+    pub progress: &'r (dyn Fn(Progress) + Sync),
 }
 
 impl Default for Options<'_> {
-    /// Nothing released; two threads.
+    /// Nothing released, no progress told; two threads.
     fn default() -> Self {
         Options {
             release: &|_| {},
             threads: true,
+            progress: &|_| {},
         }
     }
+}
+
+/// How far a conversion is ([`Options::progress`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// The first pass has numbered the type DIEs of `done` of the `total` units known (a
+    /// `dwz -m` input's supplementary units add to `total` as they are found).
+    Numbered {
+        /// Units scanned.
+        done: usize,
+        /// Units known.
+        total: usize,
+    },
+    /// The second pass has written the records of `done` of `total` units.
+    Converted {
+        /// Units converted.
+        done: usize,
+        /// All units.
+        total: usize,
+    },
+    /// The records are being deduplicated (the last step).
+    Deduplicating,
 }
 
 /// [`to_btf`], as `options` say.
@@ -137,14 +162,9 @@ pub fn to_btf_with(data: &[u8], sup: Option<&[u8]>, options: &Options<'_>) -> Re
         gimli::RunTimeEndian::Big => crate::btf::Endianness::Big,
     };
     let mut writer = BtfWriter::new(endian)?;
-    let mut types = convert::Converter::new(
-        &sections,
-        sup.as_ref(),
-        &mut writer,
-        options.release,
-        options.threads,
-    )?
-    .convert()?;
+    let mut types =
+        convert::Converter::new(&sections, sup.as_ref(), &mut writer, options)?.convert()?;
+    (options.progress)(Progress::Deduplicating);
     dedup::dedup(&mut types, &mut writer)?;
     // Every unit's records, most of the peak: gone before the output is laid out and checked.
     drop(types);

@@ -429,6 +429,10 @@ impl<'a> Input<'a> {
         // Its abbreviations, dropped before the next unit's are parsed.
         out.current = None;
         self.release_unit(index);
+        (self.progress)(super::super::Progress::Converted {
+            done: index + 1,
+            total: self.units.len(),
+        });
         converted?;
         match error {
             Some(error) => Err(error),
