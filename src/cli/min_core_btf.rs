@@ -166,8 +166,8 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     if let Some(code) = run_with(&files, !dir_modules.is_empty())? {
         return Ok(code);
     }
-    drop(files);
-    let mut modules = args.module_btf.clone();
+    let mut files = files;
+    let mut modules = Vec::new();
     // A directory of debug modules holds a thousand: only those whose DWARF may name a type
     // the objects look for are converted (their .BTF, when read as it is, costs nothing).
     let names: Vec<&str> = wanted.iter().map(|(name, _)| *name).collect();
@@ -180,7 +180,9 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
         }
         modules.push(path);
     }
-    let files = TargetFiles::read(&input, args.base_btf.as_deref(), &modules, &args.dwarf)?;
+    // The kernel's BTF (converted from its DWARF, maybe) and --module-btf's are kept as read:
+    // the directory's modules come after them, as libbpf searches them.
+    files.add_modules(&modules, &args.dwarf)?;
     run_with(&files, false)?
         .ok_or_else(|| CliError("internal error: module BTFs checked twice".into()))
 }
