@@ -20,12 +20,15 @@ impl core::fmt::Display for Errno {
     }
 }
 
-/// A DWARF input whose supplementary file is missing is `ENOENT`, as a missing input is.
+/// A DWARF input whose supplementary file is missing is `ENOENT`, as a missing input is; a
+/// module of another kernel is `EINVAL`.
 impl From<crate::dwarf_input::DwarfInputError> for Errno {
     fn from(e: crate::dwarf_input::DwarfInputError) -> Self {
         match e {
             crate::dwarf_input::DwarfInputError::Convert(e) => e.into(),
             crate::dwarf_input::DwarfInputError::Supplementary(_) => Errno(libc::ENOENT),
+            // Split BTF over the wrong base: invalid, as a module BTF not split on the target.
+            crate::dwarf_input::DwarfInputError::NotTheBase(_) => Errno::INVAL,
         }
     }
 }
