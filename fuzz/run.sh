@@ -16,7 +16,7 @@ minutes=${1:?usage: fuzz/run.sh MINUTES [TARGET...]}
 shift
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-    targets=(btf_parse btf_index btf_split btf_ext object pipeline_object pipeline_target structured
+    targets=(btf_parse btf_index btf_split btf_split_dedup btf_ext object pipeline_object pipeline_target structured
         os_release select_archive dwarf_elf dwarf_structured dwarf_sup)
 fi
 seconds=$((minutes * 60))
