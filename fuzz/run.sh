@@ -35,7 +35,7 @@ for t in "${targets[@]}"; do
     # instrumented and checks overflows, several times slower than a release build) is a hang;
     # -rss_limit_mb: 2 GiB is an OOM finding.
     timeout=10
-    [[ $t == structured ]] && timeout=30
+    [[ $t == structured || $t == btf_split_dedup ]] && timeout=30
     cargo +nightly fuzz run -O -a "$t" "corpus/$t" -- \
         -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 -max_len=65536 \
         -print_final_stats=1 -artifact_prefix="artifacts/$t/" >"logs/$t.log" 2>&1
