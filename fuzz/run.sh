@@ -16,7 +16,7 @@ minutes=${1:?usage: fuzz/run.sh MINUTES [TARGET...]}
 shift
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-    targets=(btf_parse btf_index btf_split btf_ext object pipeline_object pipeline_target structured
+    targets=(btf_parse btf_index btf_split btf_split_dedup btf_ext object pipeline_object pipeline_target structured
         os_release select_archive dwarf_elf dwarf_structured dwarf_sup)
 fi
 seconds=$((minutes * 60))
@@ -38,7 +38,7 @@ for t in "${targets[@]}"; do
     # instrumented and checks overflows, several times slower than a release build) is a hang;
     # -rss_limit_mb: 2 GiB is an OOM finding.
     timeout=10
-    [[ $t == structured ]] && timeout=30
+    [[ $t == structured || $t == btf_split_dedup ]] && timeout=30
     cargo +nightly fuzz run -O -a "$t" "corpus/$t" -- \
         -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 -max_len=65536 \
         -print_final_stats=1 -artifact_prefix="artifacts/$t/" >"logs/$t.log" 2>&1

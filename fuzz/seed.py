@@ -7,7 +7,8 @@ know appended (sized by the layout section); .BTF.ext from the objects; whole ob
 selects a mode get one seed per mode. The structured target gets deterministic pseudo-random
 bytes (its generator makes valid BTF from any bytes), and so does dwarf_structured (DWARF); dwarf_elf
 gets the ELF files of tests/data/dwarf/, dwarf_sup its dwz -m inputs with their supplementary
-files. Existing corpus files are kept; seeds are
+files; btf_split_dedup a base and a module's standalone BTF (the kbase/kmod fixtures).
+Existing corpus files are kept; seeds are
 named by content hash, so re-running is idempotent. Standard library only.
 """
 import hashlib
@@ -48,6 +49,16 @@ LAYOUT_7_1 = [(0, 0), (4, 0), (0, 0), (12, 0), (0, 12), (0, 12), (0, 8), (0, 0),
               (0, 0), (0, 12)]
 # Kinds btfgen does not know, as the seeds describe them: (kind, info_sz, elem_sz, vlen).
 UNKNOWN = [(20, 4, 8, 2), (21, 0, 0, 0), (23, 8, 4, 3)]
+
+
+def joined(base, split):
+    """Split BTF `split` and its base `base` (little-endian, 24-byte headers) as one
+    standalone BTF: the split's type ids and string offsets continue the base's already."""
+    _, base_types, base_strings = sections_of(base)
+    _, split_types, split_strings = sections_of(split)
+    types, strings = base_types + split_types, base_strings + split_strings
+    header = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(strings))
+    return header + types + strings
 
 
 def sections_of(btf):
@@ -113,6 +124,22 @@ def main():
         add("btf_split", b"\0" + split)
     for base_variant in (base, with_layout(base), with_layout(base, UNKNOWN)):
         add("btf_split", b"\1" + base_variant)
+    # btf_split_dedup, mode 0: a base's length (u32 LE), the base, a module's standalone BTF:
+    # each kbase fixture's BTF with its kmod's types as one standalone BTF (pahole's split BTF
+    # joined to its base), with the other compiler's kbase, and with itself.
+    for cc in ("gcc", "clang-19"):
+        kbase = (DATA / "dwarf" / f"kbase-{cc}-dwarf5.pahole.btf").read_bytes()
+        kmod = (DATA / "dwarf" / f"kmod-{cc}-dwarf5-rel.pahole.btf").read_bytes()
+        other = "clang-19" if cc == "gcc" else "gcc"
+        other = (DATA / "dwarf" / f"kbase-{other}-dwarf5.pahole.btf").read_bytes()
+        for module in (joined(kbase, kmod), other, kbase):
+            add("btf_split_dedup", b"\0" + len(kbase).to_bytes(4, "little") + kbase + module)
+    # Mode 1 (and 3: the module in the other byte order): generator bytes (their own random
+    # sequence: the other targets' seeds stay as they were).
+    split_rng = random.Random(0x5EED + 1)
+    for i in range(16):
+        size = split_rng.choice([256, 1024, 4096, 16384])
+        add("btf_split_dedup", bytes([1 + 2 * (i % 2)]) + bytes(split_rng.getrandbits(8) for _ in range(size)))
     for name in ("btf__fields", "btf__fields_flat", "btf__types", "btf__enums"):
         btf = (DATA / "targets" / f"{name}.btf").read_bytes()
         for variant in (btf, with_layout(btf, UNKNOWN)):

@@ -424,11 +424,19 @@ void bpf_reloc_info__free(struct btf_reloc_info *info);
  * `info`: mapped when it is a regular file, as `bpf_reloc_info__new()` maps the target. As in libbpf, module BTFs are searched for a relocation's candidate types only when
  * the target BTF has none. This is btfgen's addition to the seed's API.
  *
+ * A module's debug file (an ELF file with DWARF and no `.BTF`, such as a distribution's
+ * `/usr/lib/debug/lib/modules/RELEASE/.../MODULE.ko`) is converted to split BTF over the
+ * target BTF (itself converted from DWARF, or not) as `btfgen min-core-btf --module-btf`
+ * converts it, its `dwz -m` supplementary file found as the command finds it; the file is
+ * let go once converted.
+ *
  * Must be called before the first `bpf_object__reloc_info_gen()` or
  * `bpf_reloc_info__get_btf()` on `info`: afterwards it fails with `-EBUSY`.
  *
- * Returns 0, or a negative errno: `-EINVAL` (NULL argument, invalid split BTF), `-ENOENT` and
- * other `open`/`read` errors, `-ENODATA` (ELF without `.BTF`), `-ENOMEM`, `-EBUSY`.
+ * Returns 0, or a negative errno: `-EINVAL` (NULL argument, invalid split BTF, invalid DWARF,
+ * a debug module of another kernel), `-ENOENT` (a missing file, or a missing or different
+ * supplementary file) and other `open`/`read` errors, `-ENODATA` (ELF with neither `.BTF`
+ * nor DWARF), `-ENOMEM`, `-EBUSY`.
  *
  * # Safety
  *

@@ -236,8 +236,8 @@ fn cli_relocate_against_debug_module_equals_pahole_split() {
 
 /// `min-core-btf --module-btf-dir` over a tree like `/usr/lib/debug/lib/modules/KVER/`:
 /// nested debug `.ko` files, converted in the module fallback only if their DWARF may name a
-/// wanted type (the other module there, of another kernel, would fail the run if it were
-/// converted), minimize as a directory with pahole's split BTF.
+/// wanted type the base lacks (the other modules there, of another kernel, would fail the run
+/// if they were converted), minimize as a directory with pahole's split BTF.
 #[test]
 fn cli_module_dir_of_debug_modules() {
     let dir = temp_dir("moddir");
@@ -249,6 +249,16 @@ fn cli_module_dir_of_debug_modules() {
     std::fs::copy(fixtures.join(module_ko("gcc")), nested.join("kmod.ko")).unwrap();
     std::fs::copy(fixtures.join("gcc-dwarf5-rel.ko"), nested.join("other.ko")).unwrap();
     std::fs::copy(fixtures.join(pahole_split("gcc")), btf.join("kmod")).unwrap();
+    // A module of another kernel whose DWARF names kb_list (a member's name, here), which
+    // kbase.bpf.o wants and the base has: libbpf never looks for it in a module, so this one
+    // is not converted either (it would fail the run).
+    let mut names_base_type = std::fs::read(fixtures.join("gcc-dwarf5-rel.ko")).unwrap();
+    let at = names_base_type
+        .windows(8)
+        .position(|w| w == b"\0ret_ptr")
+        .unwrap();
+    names_base_type[at + 1..at + 8].copy_from_slice(b"kb_list");
+    std::fs::write(nested.join("names-kb-list.ko"), &names_base_type).unwrap();
     let minimize = |modules: &Path, out: &Path| {
         ok(&btfgen(&[
             "min-core-btf",
@@ -257,6 +267,7 @@ fn cli_module_dir_of_debug_modules() {
             &base_btf("gcc"),
             s(out),
             "kmod.bpf.o",
+            "kbase.bpf.o",
         ]));
         std::fs::read(out).unwrap()
     };

@@ -1,6 +1,7 @@
 //! Structure-aware property tests: adversarial but well-formed BTF ([`adversarial`]) fed to the
 //! whole min-core-btf pipeline against the fixture objects, and generated objects (a fixture
-//! with its `.BTF`/`.BTF.ext` replaced) against targets made from their own local types.
+//! with its `.BTF`/`.BTF.ext` replaced) against targets made from their own local types; and
+//! generated modules split over generated bases (`btfgen::btf::split`).
 //!
 //! Properties, for every case:
 //! - the generated target BTF parses and validates (the generator is honest);
@@ -217,6 +218,65 @@ fn generated_objects_against_targets_from_their_own_types() {
         tally.ok * 10 >= tally.cases,
         "too few cases minimized: {tally:?}"
     );
+}
+
+/// Split BTF (`btfgen::btf::split`, the debug module path): a base generated from the kbase
+/// fixture's types, a module generated from copies of the base's, as the `btf_split_dedup`
+/// fuzz target makes them. Splitting never panics; a split written parses as split BTF over
+/// the base with the base's types and the split's; and the generator's copies really are
+/// found in the base (most splits name base structs and leave module types out).
+#[test]
+fn generated_modules_split_over_generated_bases() {
+    use btfgen::btf::split::SplitBase;
+    let kbase_bytes = read("dwarf/kbase-gcc-dwarf5.pahole.btf");
+    let kbase = Btf::parse(&kbase_bytes).unwrap();
+    let pool = adversarial::Pool::from_btf(&kbase);
+    let (mut cases, mut split_ok, mut in_base, mut deduplicated) = (0u32, 0u32, 0u32, 0u32);
+    let mut errors = std::collections::BTreeMap::<String, u32>::new();
+    for seed in (0..CASES).filter(|&s| selected(s)) {
+        let bytes = seed_bytes(seed ^ 0x5b11_7000);
+        let mut u = Unstructured::new(&bytes);
+        let Ok(base_bytes) =
+            adversarial::target_btf(&mut u, &pool, Some(&kbase), Endianness::Little)
+        else {
+            continue;
+        };
+        let base = Btf::parse(&base_bytes).expect("generated base parses");
+        let Ok(module_bytes) =
+            adversarial::target_btf(&mut u, &pool, Some(&base), Endianness::Little)
+        else {
+            continue;
+        };
+        let module = Btf::parse(&module_bytes).expect("generated module parses");
+        cases += 1;
+        let split = catch_unwind(AssertUnwindSafe(|| {
+            SplitBase::new(&base).and_then(|b| b.split(&module))
+        }))
+        .unwrap_or_else(|_| panic!("split panicked, seed {seed}"));
+        match split {
+            Ok(split) => {
+                split_ok += 1;
+                let parsed = Btf::parse_split(&split.bytes, &base)
+                    .unwrap_or_else(|e| panic!("seed {seed}: written split BTF: {e}"));
+                assert_eq!(parsed.type_cnt(), base.type_cnt() + split.split_types);
+                assert_eq!(split.module_types, module.type_cnt() - 1);
+                in_base += u32::from(split.named_in_base > 0);
+                deduplicated += u32::from(split.split_types < split.module_types);
+            }
+            Err(e) => {
+                *errors
+                    .entry(e.to_string().split(": ").last().unwrap_or("").to_string())
+                    .or_default() += 1
+            }
+        }
+    }
+    eprintln!(
+        "split: {cases} cases, {split_ok} split ({in_base} naming base structs, {deduplicated} \
+         leaving module types out), errors: {errors:?}"
+    );
+    assert!(cases * 2 >= CASES as u32, "too few pairs generated");
+    assert!(split_ok * 2 >= cases, "too few splits: {errors:?}");
+    assert!(in_base * 2 >= split_ok && deduplicated * 2 >= split_ok);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -380,9 +380,9 @@ static void modules(void)
 	struct btf_reloc_info *info = bpf_reloc_info__new(base_path);
 	struct bpf_object *obj = bpf_object__open_file(in(datadir, "progs/module.bpf.o"), NULL);
 	struct btf *base, *split;
-	unsigned char *module;
+	unsigned char *module, *ko;
 	uint32_t size = 0;
-	size_t len;
+	size_t len, ko_len;
 
 	CHECK(info && obj, "module fixtures must open");
 	module = fixture("targets/module.btf", &len);
@@ -392,6 +392,20 @@ static void modules(void)
 	CHECK(bpf_object__reloc_info_gen(info, obj) == 0, "gen with module");
 	EXPECT_ERR(bpf_reloc_info__add_module_btf(info, module_path), EBUSY);
 	bpf_object__close(obj);
+	bpf_reloc_info__free(info);
+
+	/* A module's debug .ko (DWARF, no .BTF) is converted over the target (converted from
+	 * DWARF too): a truncated one, or one of another kernel, is invalid. */
+	info = bpf_reloc_info__new(in(datadir, "dwarf/kbase-gcc-dwarf5.so"));
+	CHECK(info, "debug target: %s", strerror(errno));
+	ko = fixture("dwarf/kmod-gcc-dwarf5-rel.ko", &ko_len);
+	EXPECT_ERR(bpf_reloc_info__add_module_btf(info, make("kmod-trunc.ko", ko, ko_len / 2)),
+		   EINVAL);
+	EXPECT_ERR(bpf_reloc_info__add_module_btf(info, in(datadir, "dwarf/gcc-dwarf5-rel.ko")),
+		   EINVAL);
+	CHECK(bpf_reloc_info__add_module_btf(info, in(datadir, "dwarf/kmod-gcc-dwarf5-rel.ko")) == 0,
+	      "add debug module");
+	free(ko);
 	bpf_reloc_info__free(info);
 
 	/* Split BTF is not a valid target on its own. */

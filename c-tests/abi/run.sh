@@ -249,6 +249,23 @@ case_ flow:dwarf-dwzm-alone same flow-dwzm-alone "$OUT/flow" -- -- \
     "$TMP/dwzm-alone.so" "$DATA/dwarf/core.bpf.o"
 case_ flow:module same flow-module "$OUT/flow" -M "$DATA/targets/module.btf" -- \
     --module-btf "$DATA/targets/module.btf" -- "$DATA/targets/base.btf" "$DATA/progs/module.bpf.o"
+# A module's debug .ko (DWARF, no .BTF) converted to split BTF over the target, whether the
+# target is converted from DWARF too (gcc, clang) or is BTF (pahole's): as --module-btf does.
+for cc in gcc clang-19; do
+    case_ "flow:dwarf-module-$cc" same "flow-dwarf-module-$cc" "$OUT/flow" \
+        -M "$DATA/dwarf/kmod-$cc-dwarf5-rel.ko" -- \
+        --module-btf "$DATA/dwarf/kmod-$cc-dwarf5-rel.ko" -- \
+        "$DATA/dwarf/kbase-$cc-dwarf5.so" "$DATA/dwarf/kmod.bpf.o"
+done
+case_ flow:dwarf-module-btf-base same flow-dwarf-module-btf-base "$OUT/flow" \
+    -M "$DATA/dwarf/kmod-gcc-dwarf5-rel.ko" -- \
+    --module-btf "$DATA/dwarf/kmod-gcc-dwarf5-rel.ko" -- \
+    "$DATA/dwarf/kbase-gcc-dwarf5.pahole.btf" "$DATA/dwarf/kmod.bpf.o"
+# A debug module of another kernel fails both (-EINVAL for the library).
+case_ flow:dwarf-module-other-kernel same flow-dwarf-module-other "$OUT/flow" \
+    -M "$DATA/dwarf/gcc-dwarf5-rel.ko" -- \
+    --module-btf "$DATA/dwarf/gcc-dwarf5-rel.ko" -- \
+    "$DATA/dwarf/kbase-gcc-dwarf5.so" "$DATA/dwarf/kmod.bpf.o"
 
 # Every pair of the differential fixture manifest (a split TARGET on BASE: BASE as the
 # target, TARGET as a module BTF).

@@ -30,6 +30,9 @@ pub const ENUMS_OBJ: &[u8] = include_bytes!("../../tests/data/progs/enums.bpf.o"
 pub const BASE_BTF: &[u8] = include_bytes!("../../tests/data/targets/base.btf");
 /// Split BTF on [`BASE_BTF`].
 pub const MODULE_BTF: &[u8] = include_bytes!("../../tests/data/targets/module.btf");
+/// A small kernel's BTF, as pahole writes it from `tests/data/dwarf/kbase.c`: the base of the
+/// debug module fixtures (`kmod-*-rel.ko`).
+pub const KBASE_BTF: &[u8] = include_bytes!("../../tests/data/dwarf/kbase-gcc-dwarf5.pahole.btf");
 
 /// Every query on every type, plus the bpftool-style dump. A type of a kind btfgen does not
 /// know (skipped by the layout section) must never decode, nor be named as a known kind.

@@ -8,9 +8,9 @@ use super::verdicts::{KernelVerdicts, VerdictCounts};
 use super::{
     CliError, CliResult, DwarfArgs, Input, TargetFiles, context, report, scan_plan, write_atomic,
 };
-use btfgen::core::CandidateIndex;
 use btfgen::core::relocate::local_type_names;
 use btfgen::core::verdict;
+use btfgen::core::{BtfSource, CandidateIndex};
 use btfgen::minimize::RelocInfo;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -137,7 +137,9 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
             .concat()
     };
     // The directory's modules are read only if the kernel lacks a candidate, as libbpf loads
-    // module BTFs only then; they can change nothing otherwise.
+    // module BTFs only then; they can change nothing otherwise. A first run that needs them
+    // returns the names the main BTF has no candidate for: the only ones libbpf looks for in
+    // modules.
     let run_with = |files: &TargetFiles, check_modules: bool| {
         let source = Source {
             bytes: files.input_len(),
@@ -149,28 +151,39 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
                 .absorb(&plan, targets, found)
                 .map_err(context("indexing candidates"))?;
             if check_modules {
+                let mut lacking = false;
+                let mut not_in_main = Vec::new();
                 for (name, kind) in &wanted {
-                    let none = index
+                    let candidates = index
                         .candidates(name, Some(*kind))
-                        .map_err(context("indexing candidates"))?
-                        .is_empty();
-                    if none {
-                        return Ok(None);
+                        .map_err(context("indexing candidates"))?;
+                    lacking |= candidates.is_empty();
+                    // Candidates are the main BTF's if it has any, else the modules'.
+                    if candidates
+                        .first()
+                        .is_none_or(|c| c.source != BtfSource::Main)
+                    {
+                        not_in_main.push(*name);
                     }
+                }
+                if lacking {
+                    return Ok(Err(not_in_main));
                 }
             }
             let info = RelocInfo::with_index(targets.clone(), index);
-            minimize(args, info, &parsed, &output, source, started, &input).map(Some)
+            minimize(args, info, &parsed, &output, source, started, &input).map(Ok)
         })
     };
-    if let Some(code) = run_with(&files, !dir_modules.is_empty())? {
-        return Ok(code);
-    }
-    drop(files);
-    let mut modules = args.module_btf.clone();
+    let names = match run_with(&files, !dir_modules.is_empty())? {
+        Ok(code) => return Ok(code),
+        Err(names) => names,
+    };
+    let mut files = files;
+    let mut modules = Vec::new();
     // A directory of debug modules holds a thousand: only those whose DWARF may name a type
-    // the objects look for are converted (their .BTF, when read as it is, costs nothing).
-    let names: Vec<&str> = wanted.iter().map(|(name, _)| *name).collect();
+    // the main BTF lacks are converted (their .BTF, when read as it is, costs nothing). A
+    // type it has is never looked for in a module: a module that names only such types (as
+    // nearly all name `sock` or `pt_regs`) cannot change the result.
     for path in dir_modules {
         let file = Input::open(&path)?;
         if btfgen::dwarf::module_converts(&file, args.dwarf.from_dwarf)
@@ -180,9 +193,11 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
         }
         modules.push(path);
     }
-    let files = TargetFiles::read(&input, args.base_btf.as_deref(), &modules, &args.dwarf)?;
+    // The kernel's BTF (converted from its DWARF, maybe) and --module-btf's are kept as read:
+    // the directory's modules come after them, as libbpf searches them.
+    files.add_modules(&modules, &args.dwarf)?;
     run_with(&files, false)?
-        .ok_or_else(|| CliError("internal error: module BTFs checked twice".into()))
+        .map_err(|_| CliError("internal error: module BTFs checked twice".into()))
 }
 
 /// What the summary line says of the input BTF.

@@ -217,6 +217,11 @@ pub fn split_module(
     })
 }
 
+/// An input file, by its name as messages give it.
+fn load(path: &Path) -> CliResult<(String, Input)> {
+    Ok((path.display().to_string(), Input::open(path)?))
+}
+
 /// The bytes of a run's target BTFs: the main BTF, its base when it is split, and module BTFs
 /// split on it.
 pub struct TargetFiles {
@@ -234,30 +239,44 @@ pub struct TargetFiles {
 impl TargetFiles {
     /// Read every file, naming the one that fails; a main input with DWARF is converted as
     /// `dwarf` says ([`DwarfArgs::convert`]), and so is a module's debug `.ko`, to split BTF
-    /// over the main BTF ([`split_module`]; with `--from-dwarf` even if it has a `.BTF`,
-    /// whose ids are those of the kernel's own BTF, not of the converted one).
+    /// over the main BTF ([`TargetFiles::add_modules`]).
     pub fn read(
         main: &Path,
         base: Option<&Path>,
         modules: &[PathBuf],
         dwarf: &DwarfArgs,
     ) -> CliResult<Self> {
-        let load = |p: &Path| Ok::<_, CliError>((p.display().to_string(), Input::open(p)?));
         let (name, file) = load(main)?;
         let (main, dwarf_file) = match dwarf.convert(main, &file)? {
             Some(btf) => ((name, Input::Read(btf)), Some(file)),
             None => ((name, file), None),
         };
+        let mut files = TargetFiles {
+            main,
+            base: base.map(load).transpose()?,
+            modules: Vec::new(),
+            dwarf_file,
+            _module_files: Vec::new(),
+        };
+        files.add_modules(modules, dwarf)?;
+        Ok(files)
+    }
+
+    /// Read module files `modules` after those already read, keeping the main BTF as it was
+    /// read (a debug vmlinux is not converted again when a run falls back on module BTFs).
+    /// A module's debug `.ko` is converted to split BTF over the main BTF ([`split_module`];
+    /// with `--from-dwarf` even if it has a `.BTF`, whose ids are those of the kernel's own
+    /// BTF, not of the converted one); the main BTF is parsed, and its [`SplitBase`] built,
+    /// once for all of them.
+    pub fn add_modules(&mut self, modules: &[PathBuf], dwarf: &DwarfArgs) -> CliResult<()> {
         let mut loaded: Vec<(String, Input)> =
             modules.iter().map(|p| load(p)).collect::<CliResult<_>>()?;
-        let base = base.map(load).transpose()?;
-        let mut module_files = Vec::new();
         if loaded
             .iter()
             .any(|(_, data)| btfgen::dwarf::module_converts(data, dwarf.from_dwarf))
         {
-            // Debug modules are split over the main BTF, read once for all of them.
-            if base.is_some() {
+            let main = &self.main;
+            if self.base.is_some() {
                 return Err(CliError(format!(
                     "{}: a module's DWARF is split over the kernel's BTF, not over split BTF",
                     main.0
@@ -275,16 +294,11 @@ impl TargetFiles {
                 }
                 let split = split_module(path, data, &split_base, &main.0, &module_dwarf)?;
                 let file = std::mem::replace(data, Input::Read(split.bytes));
-                module_files.push(file);
+                self._module_files.push(file);
             }
         }
-        Ok(TargetFiles {
-            main,
-            base,
-            modules: loaded,
-            dwarf_file,
-            _module_files: module_files,
-        })
+        self.modules.extend(loaded);
+        Ok(())
     }
 
     /// Whether the main input's BTF was converted from DWARF.

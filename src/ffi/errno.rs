@@ -21,13 +21,14 @@ impl core::fmt::Display for Errno {
 }
 
 /// A DWARF input whose supplementary file is missing is `ENOENT`, as a missing input is; a
-/// module that is not one of its base's is `EINVAL`, as any invalid input.
+/// module of another kernel is `EINVAL`.
 impl From<crate::dwarf_input::DwarfInputError> for Errno {
     fn from(e: crate::dwarf_input::DwarfInputError) -> Self {
         match e {
             crate::dwarf_input::DwarfInputError::Convert(e) => e.into(),
             crate::dwarf_input::DwarfInputError::Supplementary(_) => Errno(libc::ENOENT),
-            crate::dwarf_input::DwarfInputError::NotTheBase(_) => Errno(libc::EINVAL),
+            // Split BTF over the wrong base: invalid, as a module BTF not split on the target.
+            crate::dwarf_input::DwarfInputError::NotTheBase(_) => Errno::INVAL,
         }
     }
 }

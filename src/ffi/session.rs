@@ -5,6 +5,8 @@
 
 use super::anchor::Anchor;
 use super::errno::Errno;
+use super::print::warn_rejected;
+use crate::btf::split::SplitBase;
 use crate::btf::{Btf, Validation};
 use crate::core::Targets;
 use crate::core::verdict::{self, Verdict};
@@ -16,11 +18,12 @@ use crate::object::BpfObject;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
+use std::path::Path;
 
 /// Target BTFs (main + modules) and the reloc info accumulated against them.
 ///
-/// Self-referential: `info` borrows `main` and `modules`, which borrow `main_bytes` and
-/// `module_bytes` (heap bytes or a mapping, neither of which moves with its owner). The borrows
+/// Self-referential: `info` borrows `main` and `modules` (`split_base` borrows `main`), which
+/// borrow `main_bytes` and `module_bytes` (heap bytes or a mapping, neither of which moves with its owner). The borrows
 /// are made with [`Anchor::get_unbounded`] under its rules: every borrowed value lives in an
 /// [`Anchor`] (a heap address that never changes), anchors are only ever added, never removed or
 /// replaced, and fields drop in declaration order, so each field is declared before everything
@@ -29,6 +32,10 @@ use core::fmt::Write;
 pub(super) struct Session {
     /// Built at the first object (or `to_btf`); module BTFs can be added only before that.
     info: Option<RelocInfo<'static>>,
+    /// What splitting a module's DWARF over `main` needs of it, borrowing `main`: built at
+    /// the first debug module, shared by the others, dropped with `info`'s creation (no
+    /// module is added after).
+    split_base: Option<SplitBase<'static>>,
     /// Module BTFs, split on `main`, borrowing `module_bytes`.
     modules: Vec<Anchor<Btf<'static>>>,
     module_bytes: Vec<Anchor<FileBytes>>,
@@ -52,6 +59,7 @@ impl Session {
         let main = Anchor::new(Btf::parse_with(data, None, Validation::OnUse)?)?;
         Ok(Session {
             info: None,
+            split_base: None,
             modules: Vec::new(),
             module_bytes: Vec::new(),
             main,
@@ -59,13 +67,29 @@ impl Session {
         })
     }
 
-    /// Add a kernel module BTF (split on the main BTF), searched for candidates only when the
-    /// main BTF has none. `EBUSY` once an object was added or a BTF emitted: the candidate
-    /// index and the marks of earlier objects were made without it.
-    pub(super) fn add_module(&mut self, bytes: FileBytes) -> core::result::Result<(), Errno> {
+    /// Add a kernel module BTF (split on the main BTF) from `bytes`, read from `path`,
+    /// searched for candidates only when the main BTF has none. A module's debug `.ko` (DWARF,
+    /// no `.BTF`) is converted to split BTF over the main BTF as the command converts it
+    /// ([`crate::dwarf_input::convert_module`]); its file, checked unchanged, is let go.
+    /// `EBUSY` once an object was added or a BTF emitted: the candidate index and the marks
+    /// of earlier objects were made without it.
+    pub(super) fn add_module(
+        &mut self,
+        path: &Path,
+        bytes: FileBytes,
+    ) -> core::result::Result<(), Errno> {
         if self.info.is_some() {
             return Err(Errno(libc::EBUSY));
         }
+        let bytes = if crate::dwarf::module_converts(&bytes, false) {
+            let split = crate::dwarf_input::convert_module(path, &bytes, self.split_base()?, None)
+                .map_err(warn_rejected("invalid DWARF", &path.display()))?;
+            // Read while mapped: a truncation or rewrite meanwhile shows only now.
+            super::files::check_unchanged(&bytes)?;
+            FileBytes::Read(split.bytes)
+        } else {
+            bytes
+        };
         // Reserve first so that, once parsed, the module is kept without another failure point.
         self.modules.try_reserve(1)?;
         self.module_bytes.try_reserve(1)?;
@@ -81,6 +105,17 @@ impl Session {
         Ok(())
     }
 
+    /// The main BTF read for splitting modules over it, built on first use.
+    fn split_base(&mut self) -> Result<&SplitBase<'static>> {
+        let base = match self.split_base.take() {
+            Some(base) => base,
+            // SAFETY: the view is stored in `split_base`, declared (so dropped) before `main`,
+            // which is never replaced; `split_base` is dropped or replaced only whole.
+            None => SplitBase::new(unsafe { self.main.get_unbounded() })?,
+        };
+        Ok(self.split_base.insert(base))
+    }
+
     /// The reloc info, created on first use from the main and module BTFs.
     fn info(&mut self) -> Result<&mut RelocInfo<'static>> {
         let info = match self.info.take() {
@@ -94,6 +129,8 @@ impl Session {
                     // SAFETY: as above.
                     targets.add_module(unsafe { module.get_unbounded() })?;
                 }
+                // Modules come only before this: what splitting them needed goes.
+                self.split_base = None;
                 RelocInfo::new(targets)
             }
         };
@@ -250,17 +287,23 @@ mod tests {
         let mut session =
             Session::new(FileBytes::Read(fixture("tests/data/targets/base.btf"))).unwrap();
         session
-            .add_module(FileBytes::Read(fixture("tests/data/targets/module.btf")))
+            .add_module(
+                Path::new("module.btf"),
+                FileBytes::Read(fixture("tests/data/targets/module.btf")),
+            )
             .unwrap();
         assert_eq!(
-            session.add_module(FileBytes::Read(b"junk".to_vec())),
+            session.add_module(Path::new("junk"), FileBytes::Read(b"junk".to_vec())),
             Err(Errno::INVAL)
         );
         session
             .add_object("module", &fixture("tests/data/progs/module.bpf.o"))
             .unwrap();
         assert_eq!(
-            session.add_module(FileBytes::Read(fixture("tests/data/targets/module.btf"))),
+            session.add_module(
+                Path::new("module.btf"),
+                FileBytes::Read(fixture("tests/data/targets/module.btf")),
+            ),
             Err(Errno(libc::EBUSY))
         );
     }

@@ -18,6 +18,7 @@
 #                              -> kmod-CC-dwarf5-rel.pahole.btf (pahole -J --btf_base
 #                                 kbase-CC-dwarf5.pahole.btf: its split BTF over the base)
 #   kmod.bpf.c                 -> kmod.bpf.o            (CO-RE relocations into the module)
+#   kbase.bpf.c                -> kbase.bpf.o           (CO-RE relocations into the base only)
 #   clang-19-dwarf5.so         -> clang-19-dwarf5-{zlib,zstd,zlib-gnu}.so
 #                                 (objcopy --compress-debug-sections)
 #   gcc-dwarf4.so              -> gcc-dwarf4-dwz.so     (dwz: partial units in the file)
@@ -96,6 +97,7 @@ done
 
 "$CLANG" -target bpfel -g -O2 -fdebug-prefix-map="$here"=. -Wall -Werror -c core.bpf.c -o core.bpf.o
 "$CLANG" -target bpfel -g -O2 -fdebug-prefix-map="$here"=. -Wall -Werror -c kmod.bpf.c -o kmod.bpf.o
+"$CLANG" -target bpfel -g -O2 -fdebug-prefix-map="$here"=. -Wall -Werror -c kbase.bpf.c -o kbase.bpf.o
 
 for z in zlib zstd zlib-gnu; do
 	"$OBJCOPY" --compress-debug-sections=$z clang-19-dwarf5.so clang-19-dwarf5-$z.so
