@@ -460,6 +460,38 @@ mod tests {
         }
     }
 
+    /// Found by the `dwarf_structured` fuzz target: a bit-field's `DW_AT_bit_offset` far past
+    /// its storage overflowed the subtraction that turns it into BTF's offset (a panic where
+    /// overflows are checked: debug and fuzz builds). It is an offset out of range now.
+    #[test]
+    fn a_bit_offset_past_any_storage_is_an_error() {
+        // 1: compile unit; 2: struct (byte_size data1); 3: member (byte_size, bit_size data1,
+        // bit_offset data8, data_member_location data1).
+        let abbrev = [
+            1, 0x11, 1, 0, 0, //
+            2, 0x13, 1, 0x0b, 0x0b, 0, 0, //
+            3, 0x0d, 0, 0x0b, 0x0b, 0x0d, 0x0b, 0x0c, 0x07, 0x38, 0x0b, 0, 0, //
+            0,
+        ];
+        for bit_offset in [i64::MIN as u64, i64::MAX as u64] {
+            let mut info = vec![0u8; 4]; // unit_length, below
+            info.extend_from_slice(&4u16.to_le_bytes());
+            info.extend_from_slice(&0u32.to_le_bytes());
+            info.extend_from_slice(&[8, 1, 2, 8, 3, 4, 3]);
+            info.extend_from_slice(&bit_offset.to_le_bytes());
+            info.extend_from_slice(&[0, 0, 0]);
+            let length = (info.len() - 4) as u32;
+            info[..4].copy_from_slice(&length.to_le_bytes());
+            let file = elf(&[(".debug_abbrev", &abbrev), (".debug_info", &info)]);
+            match to_btf(&file, None) {
+                Err(Error::BadDwarf { reason, .. }) => {
+                    assert!(reason.contains("offset does not fit"), "{reason}");
+                }
+                other => panic!("{bit_offset:#x}: {:?}", other.map(|b| b.len())),
+            }
+        }
+    }
+
     /// More distinct types than BTF has ids: an error that says so, not a panic.
     #[test]
     fn deduplicated_type_count_over_btf_ids_is_an_error() {

@@ -262,8 +262,11 @@ impl<'a> Input<'a> {
             if byte_size != 0 {
                 let dwarf_offset = member.udata(A::BitOffset).unwrap_or(0) as i64;
                 let storage_bits = (byte_size as i64).wrapping_mul(8);
+                // Wrapping, as the rest: hostile values give an offset out of range, an error.
                 let within = if little {
-                    storage_bits - dwarf_offset - bitfield_size as i64
+                    storage_bits
+                        .wrapping_sub(dwarf_offset)
+                        .wrapping_sub(bitfield_size as i64)
                 } else {
                     dwarf_offset
                 };
