@@ -54,6 +54,27 @@ impl From<Error> for DwarfInputError {
     }
 }
 
+/// How a front end's conversion runs.
+#[derive(Clone, Copy)]
+pub struct ConvertOptions<'p> {
+    /// Told how far the conversion is (a command's progress line).
+    pub progress: &'p (dyn Fn(crate::dwarf::Progress) + Sync),
+    /// Whether it may use a second thread ([`crate::dwarf::Options::threads`]); not where
+    /// the C library's client gave allocator hooks, which are called only from the client's
+    /// own threads.
+    pub threads: bool,
+}
+
+impl Default for ConvertOptions<'_> {
+    /// Nothing told; two threads.
+    fn default() -> Self {
+        ConvertOptions {
+            progress: &|_| {},
+            threads: true,
+        }
+    }
+}
+
 /// The BTF of input `data` (read from `path`) when it is converted from DWARF (`None` when it
 /// is read as BTF as it is), with its supplementary file if it names one: `alt` if given,
 /// else found as the module docs say.
@@ -62,17 +83,7 @@ pub fn convert(
     data: &[u8],
     force_dwarf: bool,
     alt: Option<&Path>,
-) -> Result<Option<Vec<u8>>, DwarfInputError> {
-    convert_telling(path, data, force_dwarf, alt, &|_| {})
-}
-
-/// [`convert`], telling `progress` how far the conversion is (a command's progress line).
-pub fn convert_telling(
-    path: &Path,
-    data: &[u8],
-    force_dwarf: bool,
-    alt: Option<&Path>,
-    progress: &(dyn Fn(crate::dwarf::Progress) + Sync),
+    how: &ConvertOptions<'_>,
 ) -> Result<Option<Vec<u8>>, DwarfInputError> {
     if !crate::dwarf::converts(data, force_dwarf) {
         return Ok(None);
@@ -81,8 +92,8 @@ pub fn convert_telling(
     // The DWARF is read twice, unit after unit: pages read are let go as it goes.
     let options = crate::dwarf::Options {
         release: &crate::mapped::release,
-        progress,
-        ..crate::dwarf::Options::default()
+        threads: how.threads,
+        progress: how.progress,
     };
     let btf = crate::dwarf::to_btf_with(data, sup.as_deref(), &options)?;
     // Read while mapped: a change meanwhile shows only now.
@@ -107,10 +118,11 @@ pub fn convert_module(
     data: &[u8],
     base: &SplitBase<'_>,
     alt: Option<&Path>,
+    how: &ConvertOptions<'_>,
 ) -> Result<Split, DwarfInputError> {
     // A truncated file says so, rather than that it has no DWARF.
     crate::elf::section_data(data, ".debug_info")?;
-    let Some(standalone) = convert(path, data, true, alt)? else {
+    let Some(standalone) = convert(path, data, true, alt, how)? else {
         return Err(DwarfInputError::Convert(Error::MissingSection(
             ".debug_info",
         )));

@@ -148,22 +148,22 @@ impl DwarfArgs {
     /// ([`btfgen::dwarf_input::convert`]).
     pub fn convert(&self, path: &Path, data: &[u8]) -> CliResult<Option<Vec<u8>>> {
         let progress = dwarf_progress::DwarfProgress::new(path);
-        btfgen::dwarf_input::convert_telling(
-            path,
-            data,
-            self.from_dwarf,
-            self.dwarf_alt.as_deref(),
-            &|p| progress.tell(p),
-        )
-        .map_err(|e| match e {
-            btfgen::dwarf_input::DwarfInputError::Supplementary(_) if self.dwarf_alt.is_none() => {
-                CliError(format!(
-                    "{}: {e}; give it with --dwarf-alt FILE",
-                    path.display()
-                ))
-            }
-            e => CliError(format!("{}: {e}", path.display())),
-        })
+        let how = btfgen::dwarf_input::ConvertOptions {
+            progress: &|p| progress.tell(p),
+            threads: true,
+        };
+        btfgen::dwarf_input::convert(path, data, self.from_dwarf, self.dwarf_alt.as_deref(), &how)
+            .map_err(|e| match e {
+                btfgen::dwarf_input::DwarfInputError::Supplementary(_)
+                    if self.dwarf_alt.is_none() =>
+                {
+                    CliError(format!(
+                        "{}: {e}; give it with --dwarf-alt FILE",
+                        path.display()
+                    ))
+                }
+                e => CliError(format!("{}: {e}", path.display())),
+            })
     }
 }
 
@@ -207,14 +207,15 @@ pub fn split_module(
     base_name: &str,
     dwarf: &DwarfArgs,
 ) -> CliResult<btfgen::btf::split::Split> {
-    btfgen::dwarf_input::convert_module(path, data, base, dwarf.dwarf_alt.as_deref()).map_err(|e| {
-        match e {
+    let how = btfgen::dwarf_input::ConvertOptions::default();
+    btfgen::dwarf_input::convert_module(path, data, base, dwarf.dwarf_alt.as_deref(), &how).map_err(
+        |e| match e {
             btfgen::dwarf_input::DwarfInputError::NotTheBase(_) => {
                 CliError(format!("{}: {e} ({})", path.display(), base_name))
             }
             e => CliError(format!("{}: {e}", path.display())),
-        }
-    })
+        },
+    )
 }
 
 /// An input file, by its name as messages give it.

@@ -50,6 +50,20 @@ pub struct btfgen_allocator {
 const ALLOCATOR_KNOWN_END: usize =
     core::mem::offset_of!(btfgen_allocator, ctx) + size_of::<*mut c_void>();
 
+/// How the library converts DWARF: on two threads, unless the client gave allocator hooks
+/// (`btfgen_set_allocator()`), which may serve one thread at a time and are called only from
+/// the client's own threads.
+pub(super) fn convert_options() -> crate::dwarf_input::ConvertOptions<'static> {
+    #[cfg(feature = "ffi-global-alloc")]
+    let threads = !global::hooks_given();
+    #[cfg(not(feature = "ffi-global-alloc"))]
+    let threads = true;
+    crate::dwarf_input::ConvertOptions {
+        threads,
+        ..Default::default()
+    }
+}
+
 /// The library's global allocator (`ffi-global-alloc`): budgets in front of the hooks.
 #[cfg(feature = "ffi-global-alloc")]
 mod global {
@@ -90,6 +104,11 @@ mod global {
         fn hooks() -> Option<&'static Hooks> {
             HOOKS.call_once(|| None).as_ref()
         }
+    }
+
+    /// Whether the client's hooks serve the library's allocations.
+    pub(super) fn hooks_given() -> bool {
+        HookAlloc::hooks().is_some()
     }
 
     // SAFETY: without hooks every call goes to `System`, which upholds the contract. With

@@ -307,8 +307,9 @@ fn new_reloc_info(path: &std::path::Path, budget: Budget) -> Result<btf_reloc_in
 /// its `dwz -m` supplementary file found as the command finds it), and the file, checked
 /// unchanged, is let go; anything else is kept as it is.
 fn converted_input(bytes: FileBytes, path: &std::path::Path) -> Result<FileBytes, Errno> {
-    let converted = crate::dwarf_input::convert(path, &bytes, false, None)
-        .map_err(print::warn_rejected("invalid DWARF", &path.display()))?;
+    let converted =
+        crate::dwarf_input::convert(path, &bytes, false, None, &allocator::convert_options())
+            .map_err(print::warn_rejected("invalid DWARF", &path.display()))?;
     let Some(btf) = converted else {
         return Ok(bytes);
     };

@@ -82,8 +82,14 @@ impl Session {
             return Err(Errno(libc::EBUSY));
         }
         let bytes = if crate::dwarf::module_converts(&bytes, false) {
-            let split = crate::dwarf_input::convert_module(path, &bytes, self.split_base()?, None)
-                .map_err(warn_rejected("invalid DWARF", &path.display()))?;
+            let split = crate::dwarf_input::convert_module(
+                path,
+                &bytes,
+                self.split_base()?,
+                None,
+                &super::allocator::convert_options(),
+            )
+            .map_err(warn_rejected("invalid DWARF", &path.display()))?;
             // Read while mapped: a truncation or rewrite meanwhile shows only now.
             super::files::check_unchanged(&bytes)?;
             FileBytes::Read(split.bytes)

@@ -725,7 +725,8 @@ fn minimize(
     };
     // A debug vmlinux's DWARF becomes its BTF here, as min-core-btf converts its INPUT.
     let converted =
-        btfgen::dwarf_input::convert(&kernel.input, data, false, None).map_err(context(&name))?;
+        btfgen::dwarf_input::convert(&kernel.input, data, false, None, &Default::default())
+            .map_err(context(&name))?;
     if let (Some(dir), Some(full)) = (keep_full, &converted) {
         write_mirrored(dir, kernel, full)?;
     }
