@@ -368,12 +368,12 @@ impl<'a> Input<'a> {
                         })
                     })
             });
-            if walker.is_err() {
+            let Ok(walker) = walker else {
                 return None;
-            }
+            };
             // Tells a walker still running to stop at its next unit, also if a conversion
             // panicked (the scope then waits for it).
-            let _closed = handoff.stop_on_drop(|slot| slot.closed = true);
+            let closed = handoff.stop_on_drop(|slot| slot.closed = true);
             let mut result = Ok(());
             while let Some(walked) = handoff.take() {
                 match walked.and_then(|walked| self.convert_walked(out, walked)) {
@@ -383,6 +383,12 @@ impl<'a> Input<'a> {
                         break;
                     }
                 }
+            }
+            drop(closed);
+            // Joined here rather than by the scope, which only waits for the walks to end: the
+            // thread has then exited, and freed what std kept for it, when the call returns.
+            if let Err(panic) = crate::budget::uncharged(|| walker.join()) {
+                std::panic::resume_unwind(panic);
             }
             Some(result)
         })
