@@ -445,6 +445,10 @@ case_ arena:vmlinux same arena "$OUT/arena" "${arena_opts[@]}" -- -- "$arena_tar
 case_ arena:fixture same arena-fixture "$OUT/arena" -s "$OUT/min_btfs.tar.xz" -- -- \
     "$DATA/targets/btf__fields.btf" \
     "$DATA/progs/fields.bpf.o"
+# A target converted from DWARF on the arena: the library stays on the calling thread (the
+# hooks may serve one thread at a time), with no C allocator call and every block returned.
+case_ arena:dwarf same arena-dwarf "$OUT/arena" -- -- "$DATA/dwarf/gcc-dwarf5.so" \
+    "$DATA/dwarf/core.bpf.o"
 # A regular-file copy of the kernel's BTF is mapped: the library's heap is at most 10% of it;
 # writes, truncation and replacement of a mapped target, and the host's own SIGBUS handler.
 if [[ -e $VMLINUX ]]; then
