@@ -13,10 +13,11 @@
 //! one thread walks the next unit while the other writes the records of the one before. The
 //! ids, records, names and errors are those of one thread, in the same order.
 //!
-//! This file holds the input (units, references, attributes), the first pass and the walk of
-//! the second; `records` writes each DIE's record.
+//! This file holds the input (units, references, attributes); `scan` is the first pass,
+//! `walk` the second's walk, and `records` writes each DIE's record.
 
 mod records;
+mod scan;
 mod walk;
 
 use super::{Record, Types};
@@ -157,18 +158,6 @@ struct Input<'a> {
 /// reference into it needs no other unit loaded.
 type Current<'a> = Option<(usize, gimli::Unit<Reader<'a>>)>;
 
-/// The first pass's result for one unit: its slots and aliases with its type DIEs numbered
-/// from 0 (the ids before them are known only once the units before it are numbered), the
-/// supplementary units it refers to in the order found, and the error that stopped it.
-#[derive(Default)]
-struct Scanned {
-    slots: Vec<(u32, u32)>,
-    aliases: Vec<(u32, Target)>,
-    count: u32,
-    sup_refs: Vec<usize>,
-    error: Option<Error>,
-}
-
 /// What the conversion writes.
 struct Output<'a, 'w> {
     strings: &'w mut BtfWriter,
@@ -231,18 +220,7 @@ impl<'a, 'w> Converter<'a, 'w> {
         // Reading every unit's header mapped a page around each (the kernel maps 16 at a
         // time): let them go before the first pass reads the units one by one.
         input.release_sections();
-        let mut next_id = 1u32;
-        // The supplementary units referred to, in the order found; each one's own references
-        // are found while it is read, so this also grows as it is walked.
-        let mut wanted = SupQueue::new(input.sup_units.len())?;
-        input.assign_main_ids(&mut next_id, &mut wanted)?;
-        let mut next = 0;
-        while let Some(&sup) = wanted.order.get(next) {
-            next += 1;
-            let index = input.add_sup_unit(sup)?;
-            let scanned = input.scan(index);
-            input.place(index, scanned, &mut next_id, &mut wanted)?;
-        }
+        let next_id = input.number_types()?;
         input.release_sections();
         let mut types = Types::new()?;
         types.fill(next_id)?;
@@ -270,40 +248,6 @@ impl<'a, 'w> Converter<'a, 'w> {
         types.append(extra)?;
         Ok(types)
     }
-}
-
-/// The supplementary units to convert, each queued once, in the order first referred to.
-struct SupQueue {
-    queued: Vec<bool>,
-    order: Vec<usize>,
-}
-
-impl SupQueue {
-    fn new(units: usize) -> Result<SupQueue> {
-        let mut queued = fallible::vec_with_capacity(units)?;
-        queued.resize(units, false);
-        Ok(SupQueue {
-            queued,
-            order: Vec::new(),
-        })
-    }
-
-    fn queue(&mut self, sup: usize) -> Result<()> {
-        if let Some(queued @ false) = self.queued.get_mut(sup) {
-            *queued = true;
-            fallible::push(&mut self.order, sup)?;
-        }
-        Ok(())
-    }
-}
-
-/// Whether an attribute of `form` refers into the supplementary file: `DW_FORM_GNU_ref_alt`
-/// and DWARF 5's `ref_sup4/8`, and `DW_FORM_ref_addr` in a unit of that file itself.
-fn refers_to_sup(form: gimli::DwForm, in_sup: bool) -> bool {
-    matches!(
-        form,
-        dw::DW_FORM_GNU_ref_alt | dw::DW_FORM_ref_sup4 | dw::DW_FORM_ref_sup8
-    ) || (in_sup && form == dw::DW_FORM_ref_addr)
 }
 
 /// Units between two releases of every DWARF section ([`Input::release_unit`]): a madvise
@@ -519,242 +463,6 @@ impl<'a> Input<'a> {
             Some((i, unit)) if *i == index => f(unit),
             _ => f(&self.load(index)?),
         }
-    }
-
-    /// First pass over the input's own units: their type DIEs numbered in unit order from
-    /// `next_id`, the supplementary units they refer to queued in `wanted`. With
-    /// [`Input::threads`], the second half of the units (by bytes) is scanned on a thread of
-    /// its own while this one scans the first; either way the ids, the queue and the error
-    /// (the first failing unit's) are the same.
-    fn assign_main_ids(&mut self, next_id: &mut u32, wanted: &mut SupQueue) -> Result<()> {
-        #[cfg(feature = "std")]
-        if self.threads
-            && let Some([first, second]) = self.scan_halves()
-        {
-            for (index, scanned) in first?.into_iter().chain(second?).enumerate() {
-                self.place(index, scanned, next_id, wanted)?;
-            }
-            return Ok(());
-        }
-        for index in 0..self.main_units {
-            let scanned = self.scan(index);
-            self.place(index, scanned, next_id, wanted)?;
-        }
-        Ok(())
-    }
-
-    /// The input's own units scanned on two threads, split where half of their bytes are
-    /// behind; `None` if the second thread cannot be started.
-    #[cfg(feature = "std")]
-    fn scan_halves(&self) -> Option<[Result<Vec<Scanned>>; 2]> {
-        let units = &self.units[..self.main_units];
-        let size = |u: &UnitData<'_>| u.header.length_including_self() as u64;
-        let total: u64 = units.iter().map(size).sum();
-        let mut behind = 0u64;
-        let mid = units
-            .iter()
-            .position(|u| {
-                behind += size(u);
-                behind > total / 2
-            })
-            .map_or(units.len(), |i| i + 1);
-        std::thread::scope(|scope| {
-            let budget = crate::budget::inherit();
-            let second = crate::budget::uncharged(|| {
-                std::thread::Builder::new()
-                    .name("btfgen-dwarf".into())
-                    .spawn_scoped(scope, || budget.run(|| self.scan_range(mid..units.len())))
-            })
-            .ok()?;
-            let first = self.scan_range(0..mid);
-            let second = second.join().unwrap_or(Err(Error::InvalidArgument(
-                "DWARF conversion: the second thread's scan did not finish",
-            )));
-            Some([first, second])
-        })
-    }
-
-    /// The units `range` scanned, up to the first that fails.
-    #[cfg(feature = "std")]
-    fn scan_range(&self, range: core::ops::Range<usize>) -> Result<Vec<Scanned>> {
-        let mut all = fallible::vec_with_capacity(range.len())?;
-        for index in range {
-            let scanned = self.scan(index);
-            let failed = scanned.error.is_some();
-            all.push(scanned);
-            if failed {
-                break;
-            }
-        }
-        Ok(all)
-    }
-
-    /// Number unit `index`'s type DIEs from `next_id`, keep its slots and queue the
-    /// supplementary units it refers to, as a scan of it in order would have; then its
-    /// scan's error, if it failed.
-    fn place(
-        &mut self,
-        index: usize,
-        mut scanned: Scanned,
-        next_id: &mut u32,
-        wanted: &mut SupQueue,
-    ) -> Result<()> {
-        let base = *next_id;
-        for slot in &mut scanned.slots {
-            if slot.1 != ALIAS {
-                let id = base
-                    .checked_add(slot.1)
-                    .filter(|&id| id <= super::MAX_RECORD_ID)
-                    .ok_or_else(super::too_many_records)?;
-                *next_id = super::next_record_id(id)?;
-                slot.1 = id;
-            }
-        }
-        for &sup in &scanned.sup_refs {
-            wanted.queue(sup)?;
-        }
-        if let Some(error) = scanned.error {
-            return Err(error);
-        }
-        let data = &mut self.units[index];
-        data.slots = scanned.slots;
-        data.aliases = scanned.aliases;
-        Ok(())
-    }
-
-    /// First pass over unit `index` (its bytes released after it): its slots, type DIEs
-    /// numbered from 0.
-    fn scan(&self, index: usize) -> Scanned {
-        let mut scanned = Scanned::default();
-        if let Err(error) = self.scan_into(index, &mut scanned) {
-            scanned.error = Some(error);
-        }
-        self.release_unit(index);
-        let done = 1 + self
-            .scanned
-            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        (self.progress)(super::Progress::Numbered {
-            done,
-            total: self.units.len(),
-        });
-        scanned
-    }
-
-    /// First pass over unit `index` into `scanned`: slots for its type DIEs (numbered from
-    /// 0), aliases for its `_Atomic`s, and the supplementary units it refers to. Only the DIEs
-    /// that may be aliases or type tags, or have an attribute of a form that refers into the
-    /// supplementary file, have their attributes read.
-    fn scan_into(&self, index: usize, scanned: &mut Scanned) -> Result<()> {
-        let has_sup = self.dwarf.sup().is_some();
-        let data = &self.units[index];
-        let mut at = At {
-            section: data.section,
-            unit: data.start,
-            die: u64::MAX,
-        };
-        let current = Some((index, self.load(index)?));
-        let Some((_, unit)) = &current else {
-            return Ok(());
-        };
-        let Scanned {
-            slots,
-            aliases,
-            count,
-            sup_refs,
-            ..
-        } = scanned;
-        let mut parents: Vec<DwTag> = Vec::new();
-        let mut values = Vec::new();
-        let mut raw = unit
-            .entries_raw(None)
-            .map_err(|e| at.err(gimli_reason(e)))?;
-        while let Some((depth, offset, abbrev)) = next_die(&mut raw, &mut at, data.start)? {
-            let level = usize::try_from(depth).map_err(|_| at.err("DIE tree depth below 0"))?;
-            parents.truncate(level);
-            let parent = parents.last().copied();
-            let tag = abbrev.tag();
-            let specs = abbrev.attributes();
-            let signed = specs.iter().any(|s| s.name() == dw::DW_AT_signature);
-            let annotation =
-                tag == DW_TAG_LLVM_ANNOTATION && parent == Some(dw::DW_TAG_pointer_type);
-            if has_sup && specs.iter().any(|s| refers_to_sup(s.form(), data.in_sup)) {
-                self.sup_references(&raw, specs, data.in_sup, sup_refs, at)?;
-            }
-            let slot = if !signed && !annotation && tag != dw::DW_TAG_atomic_type {
-                raw.skip_attributes(specs)
-                    .map_err(|e| at.err(gimli_reason(e)))?;
-                is_type_tag(tag).then_some(None)
-            } else {
-                values.clear();
-                values.try_reserve(walk::WANTED)?;
-                let present = Attrs::read(&mut raw, specs, &mut values)
-                    .map_err(|e| at.err(gimli_reason(e)))?;
-                let attrs = Attrs::new(present, &values);
-                if let Some(signature) = attrs.get(A::Signature) {
-                    // gcc's skeleton of a type that a type unit defines: it stands for that
-                    // type.
-                    Some(Some(self.target_value(index, Some(signature), at)?))
-                } else if is_type_tag(tag)
-                    || (annotation
-                        && self.string_of(&current, index, attrs.get(A::Name), at)?
-                            == Some(&b"btf_type_tag"[..]))
-                {
-                    Some(None)
-                } else if tag == dw::DW_TAG_atomic_type {
-                    Some(Some(self.target_value(index, attrs.get(A::Type), at)?))
-                } else {
-                    None
-                }
-            };
-            // `Some(None)`: a type DIE; `Some(Some(target))`: an alias.
-            if let Some(alias) = slot {
-                let offset = u32::try_from(offset.0)
-                    .map_err(|_| at.err("a DIE offset past 4 GiB in its unit"))?;
-                let id = match alias {
-                    None => {
-                        let id = *count;
-                        *count = super::next_record_id(id)?;
-                        id
-                    }
-                    Some(target) => {
-                        fallible::push(aliases, (offset, target))?;
-                        ALIAS
-                    }
-                };
-                fallible::push(slots, (offset, id))?;
-            }
-            fallible::push(&mut parents, tag)?;
-        }
-        Ok(())
-    }
-
-    /// Add to `refs` the supplementary units the attributes `specs` of the DIE at `raw` refer
-    /// to (read from a copy of `raw`, which stays where it is). In a unit of the supplementary
-    /// file, a `DW_FORM_ref_addr` refers into that file too.
-    fn sup_references(
-        &self,
-        raw: &gimli::EntriesRaw<'_, '_, Reader<'a>>,
-        specs: &[gimli::AttributeSpecification],
-        in_sup: bool,
-        refs: &mut Vec<usize>,
-        at: At,
-    ) -> Result<()> {
-        let mut raw = raw.clone();
-        for spec in specs {
-            let attr = raw
-                .read_attribute(*spec)
-                .map_err(|e| at.err(gimli_reason(e)))?;
-            let offset = match attr.value() {
-                AttributeValue::DebugInfoRefSup(o) => o.0,
-                AttributeValue::DebugInfoRef(o) if in_sup => o.0,
-                _ => continue,
-            };
-            let sup = self
-                .sup_unit_at(offset as u64)
-                .ok_or_else(|| at.err("a reference before the supplementary file's first unit"))?;
-            fallible::push(refs, sup)?;
-        }
-        Ok(())
     }
 
     /// The DIE attribute `attr` of `die` (in unit `unit`) refers to, `Void` when it has none.
