@@ -9,7 +9,9 @@
 
 use super::{Record, Types};
 use crate::btf::Kind;
-use crate::btf::dedup_table::{self, IN_PROGRESS, UNPROCESSED, combine, spread};
+use crate::btf::dedup_table::{
+    self, DedupRecords, Header, IN_PROGRESS, MAX_DEPTH, UNPROCESSED, combine, spread,
+};
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -18,9 +20,6 @@ use hashbrown::HashTable;
 
 // Record ids stay below the map's markers.
 const _: () = assert!(super::MAX_RECORD_ID < IN_PROGRESS);
-/// How deep the equivalence and reference walks recurse before giving up (libbpf has no
-/// limit; the kernel's type graphs stay far below it).
-const MAX_DEPTH: usize = 4096;
 
 /// Deduplicate `types` and write the result into `writer` (whose strings it names).
 pub fn dedup(types: &mut Types, writer: &mut BtfWriter) -> Result<()> {
@@ -83,106 +82,12 @@ impl Dedup<'_> {
             .unwrap_or(super::VOID)
     }
 
-    fn words(&self, id: u32) -> &[u32] {
-        match self.types.records.get(id as usize) {
-            Some(r) => self.types.words(r),
-            None => &[],
-        }
-    }
-
-    fn kind(&self, id: u32) -> Option<Kind> {
-        self.record(id).kind
-    }
-
     fn is_mapped(&self, id: u32) -> bool {
-        self.map.get(id as usize).is_some_and(|&m| m < IN_PROGRESS)
+        dedup_table::is_mapped(&self.map, id)
     }
 
-    fn resolve(&self, mut id: u32) -> u32 {
-        // The chains are acyclic by construction; the bound keeps a bug from hanging.
-        for _ in 0..=self.map.len() {
-            if !self.is_mapped(id) || self.map[id as usize] == id {
-                return id;
-            }
-            id = self.map[id as usize];
-        }
-        id
-    }
-
-    fn resolve_fwd(&self, id: u32) -> u32 {
-        if self.kind(id) != Some(Kind::Fwd) {
-            return id;
-        }
-        let resolved = self.resolve(id);
-        if self.kind(resolved) != Some(Kind::Fwd) {
-            resolved
-        } else {
-            id
-        }
-    }
-
-    fn hash_common(&self, id: u32) -> u64 {
-        let r = self.record(id);
-        combine(combine(combine(0, r.name), info(&r)), r.size_or_type)
-    }
-
-    fn equal_common(&self, a: u32, b: u32) -> bool {
-        let (a, b) = (self.record(a), self.record(b));
-        a.name == b.name && info(&a) == info(&b) && a.size_or_type == b.size_or_type
-    }
-
-    /// Common fields and every kind-specific word equal (INT, DECL_TAG, ARRAY, FUNC_PROTO and
-    /// enums once their references are canonical).
-    fn equal_all(&self, a: u32, b: u32) -> bool {
-        self.equal_common(a, b) && self.words(a) == self.words(b)
-    }
-
-    fn hash_all(&self, id: u32) -> u64 {
-        self.words(id)
-            .iter()
-            .fold(self.hash_common(id), |h, &w| combine(h, w))
-    }
-
-    fn is_enum(&self, id: u32) -> bool {
-        matches!(self.kind(id), Some(Kind::Enum | Kind::Enum64))
-    }
-
-    fn is_enum_fwd(&self, id: u32) -> bool {
-        self.is_enum(id) && self.record(id).vlen == 0
-    }
-
-    fn compat_enum(&self, a: u32, b: u32) -> bool {
-        if !self.is_enum_fwd(a) && !self.is_enum_fwd(b) {
-            return self.equal_all(a, b);
-        }
-        self.record(a).name == self.record(b).name && self.is_enum(a) && self.is_enum(b)
-    }
-
-    /// Name, offset of every member (not their types).
-    fn hash_struct(&self, id: u32) -> u64 {
-        self.words(id)
-            .chunks_exact(3)
-            .fold(self.hash_common(id), |h, m| combine(combine(h, m[0]), m[2]))
-    }
-
-    fn shallow_equal_struct(&self, a: u32, b: u32) -> bool {
-        self.equal_common(a, b)
-            && self
-                .words(a)
-                .chunks_exact(3)
-                .zip(self.words(b).chunks_exact(3))
-                .all(|(x, y)| x[0] == y[0] && x[2] == y[2])
-    }
-
-    fn compat_fnproto(&self, a: u32, b: u32) -> bool {
-        let (ra, rb) = (self.record(a), self.record(b));
-        ra.name == rb.name
-            && info(&ra) == info(&rb)
-            && self
-                .words(a)
-                .chunks_exact(2)
-                .zip(self.words(b).chunks_exact(2))
-                .all(|(x, y)| x[0] == y[0])
+    fn resolve(&self, id: u32) -> u32 {
+        dedup_table::resolve(&self.map, id)
     }
 
     /// Candidates with hash `h`, newest first.
@@ -252,37 +157,6 @@ impl Dedup<'_> {
         self.hypot_list.clear();
     }
 
-    fn identical_arrays(&self, a: u32, b: u32) -> bool {
-        self.kind(a) == Some(Kind::Array)
-            && self.kind(b) == Some(Kind::Array)
-            && self.equal_all(a, b)
-    }
-
-    fn identical_structs(&self, a: u32, b: u32, depth: usize) -> Result<bool> {
-        if depth > MAX_DEPTH {
-            return Err(too_deep());
-        }
-        if !matches!(self.kind(a), Some(Kind::Struct | Kind::Union))
-            || self.kind(a) != self.kind(b)
-            || !self.shallow_equal_struct(a, b)
-        {
-            return Ok(false);
-        }
-        for (x, y) in self
-            .words(a)
-            .chunks_exact(3)
-            .zip(self.words(b).chunks_exact(3))
-        {
-            if x[1] != y[1]
-                && !self.identical_arrays(x[1], y[1])
-                && !self.identical_structs(x[1], y[1], depth + 1)?
-            {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
     /// libbpf's `btf_dedup_is_equiv`: whether the type graph at `cand` is equivalent to the
     /// one at canonical `canon`, recording the pairs assumed on the way.
     fn is_equiv(&mut self, cand: u32, canon: u32, depth: usize) -> Result<bool> {
@@ -292,7 +166,7 @@ impl Dedup<'_> {
         if self.resolve(cand) == self.resolve(canon) {
             return Ok(true);
         }
-        let canon = self.resolve_fwd(canon);
+        let canon = self.resolve_fwd(&self.map, canon);
         let hypot = self.hypot[canon as usize];
         if hypot != UNPROCESSED {
             return Ok(hypot == cand
@@ -613,6 +487,30 @@ impl Dedup<'_> {
             }
         }
         Ok(())
+    }
+}
+
+impl DedupRecords for Dedup<'_> {
+    fn header(&self, id: u32) -> Header {
+        let r = self.record(id);
+        Header {
+            name: r.name,
+            kind: r.kind,
+            info: info(&r),
+            size_or_type: r.size_or_type,
+            vlen: r.vlen,
+        }
+    }
+
+    fn words(&self, id: u32) -> &[u32] {
+        match self.types.records.get(id as usize) {
+            Some(r) => self.types.words(r),
+            None => &[],
+        }
+    }
+
+    fn too_deep(&self) -> Error {
+        too_deep()
     }
 }
 

@@ -7,7 +7,7 @@ use super::{
     IN_PROGRESS, OWN_STRING, Split, UNPROCESSED, View, combine, name_table_add, name_table_get,
     too_deep,
 };
-use crate::btf::dedup_table;
+use crate::btf::dedup_table::{self, DedupRecords};
 use crate::btf::write::BtfWriter;
 use crate::btf::{Btf, Kind, MAX_TYPE_ID};
 use crate::error::{Error, Result};
@@ -80,30 +80,11 @@ impl SplitDedup<'_, '_> {
     }
 
     fn is_mapped(&self, id: u32) -> bool {
-        self.map.get(id as usize).is_some_and(|&m| m < IN_PROGRESS)
+        dedup_table::is_mapped(&self.map, id)
     }
 
-    fn resolve(&self, mut id: u32) -> u32 {
-        // The chains are acyclic by construction; the bound keeps a bug from hanging.
-        for _ in 0..=self.map.len() {
-            if !self.is_mapped(id) || self.map[id as usize] == id {
-                return id;
-            }
-            id = self.map[id as usize];
-        }
-        id
-    }
-
-    fn resolve_fwd(&self, id: u32) -> u32 {
-        if self.view.kind(id) != Some(Kind::Fwd) {
-            return id;
-        }
-        let resolved = self.resolve(id);
-        if self.view.kind(resolved) != Some(Kind::Fwd) {
-            resolved
-        } else {
-            id
-        }
+    fn resolve(&self, id: u32) -> u32 {
+        dedup_table::resolve(&self.map, id)
     }
 
     pub(super) fn prim_type(&mut self, id: u32) -> Result<()> {
@@ -168,13 +149,13 @@ impl SplitDedup<'_, '_> {
     /// libbpf's `btf_dedup_is_equiv`: whether the type graph at module type `cand` is
     /// equivalent to the one at canonical `canon`, recording the pairs assumed on the way.
     fn is_equiv(&mut self, cand: u32, canon: u32, depth: usize) -> Result<bool> {
-        if depth > super::MAX_DEPTH {
+        if depth > dedup_table::MAX_DEPTH {
             return Err(too_deep());
         }
         if self.resolve(cand) == self.resolve(canon) {
             return Ok(true);
         }
-        let canon = self.resolve_fwd(canon);
+        let canon = self.view.resolve_fwd(&self.map, canon);
         let hypot = self.hypot[canon as usize];
         if hypot != UNPROCESSED {
             return Ok(hypot == cand
@@ -371,7 +352,7 @@ impl SplitDedup<'_, '_> {
     /// libbpf's `btf_dedup_ref_type`: the canonical id of reference type `id`, its own
     /// references made canonical first.
     pub(super) fn ref_type(&mut self, id: u32, depth: usize) -> Result<u32> {
-        if depth > super::MAX_DEPTH {
+        if depth > dedup_table::MAX_DEPTH {
             return Err(too_deep());
         }
         match self.map.get(id as usize) {

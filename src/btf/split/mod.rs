@@ -21,7 +21,9 @@
 //! [`SplitBase`] holds what is computed from the base alone (its records, hashes, names), so
 //! that many modules split over one kernel pay for it once.
 
-use super::dedup_table::{self, IN_PROGRESS, UNPROCESSED, combine, spread};
+use super::dedup_table::{
+    self, DedupRecords, Header, IN_PROGRESS, MAX_DEPTH, UNPROCESSED, combine, spread,
+};
 use super::write::string_at;
 use super::{Btf, Kind};
 use crate::error::{Error, Result};
@@ -33,9 +35,6 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 /// Name keys: a base string offset as it is (below [`MAX_NAME_OFFSET`]), a string the base
 /// lacks as the module's offset with this bit set. Equal keys are equal names on both sides.
 const OWN_STRING: u32 = 1 << 31;
-/// How deep the equivalence and reference walks recurse before giving up (libbpf has no
-/// limit; kernel type graphs stay far below it).
-const MAX_DEPTH: usize = 4096;
 
 /// One type, as its BTF record: header fields (the name as a key) and where its
 /// kind-specific words start in its arena.
@@ -396,6 +395,19 @@ impl<'s, 'a> View<'s, 'a> {
             (&self.own, (id - self.b) as usize)
         }
     }
+}
+
+impl DedupRecords for View<'_, '_> {
+    fn header(&self, id: u32) -> Header {
+        let r = self.rec(id);
+        Header {
+            name: r.name,
+            kind: r.kind,
+            info: r.info(),
+            size_or_type: r.size_or_type,
+            vlen: r.vlen,
+        }
+    }
 
     fn words(&self, id: u32) -> &[u32] {
         let (arena, at) = self.arena(id);
@@ -405,101 +417,8 @@ impl<'s, 'a> View<'s, 'a> {
         }
     }
 
-    fn kind(&self, id: u32) -> Option<Kind> {
-        self.rec(id).kind
-    }
-
-    fn hash_common(&self, id: u32) -> u64 {
-        let r = self.rec(id);
-        combine(combine(combine(0, r.name), r.info()), r.size_or_type)
-    }
-
-    fn hash_all(&self, id: u32) -> u64 {
-        self.words(id)
-            .iter()
-            .fold(self.hash_common(id), |h, &w| combine(h, w))
-    }
-
-    /// Name and offset of every member (not their types).
-    fn hash_struct(&self, id: u32) -> u64 {
-        self.words(id)
-            .chunks_exact(3)
-            .fold(self.hash_common(id), |h, m| combine(combine(h, m[0]), m[2]))
-    }
-
-    fn equal_common(&self, a: u32, b: u32) -> bool {
-        let (a, b) = (self.rec(a), self.rec(b));
-        a.name == b.name && a.info() == b.info() && a.size_or_type == b.size_or_type
-    }
-
-    fn equal_all(&self, a: u32, b: u32) -> bool {
-        self.equal_common(a, b) && self.words(a) == self.words(b)
-    }
-
-    fn is_enum(&self, id: u32) -> bool {
-        matches!(self.kind(id), Some(Kind::Enum | Kind::Enum64))
-    }
-
-    fn is_enum_fwd(&self, id: u32) -> bool {
-        self.is_enum(id) && self.rec(id).vlen == 0
-    }
-
-    fn compat_enum(&self, a: u32, b: u32) -> bool {
-        if !self.is_enum_fwd(a) && !self.is_enum_fwd(b) {
-            return self.equal_all(a, b);
-        }
-        self.rec(a).name == self.rec(b).name && self.is_enum(a) && self.is_enum(b)
-    }
-
-    fn shallow_equal_struct(&self, a: u32, b: u32) -> bool {
-        self.equal_common(a, b)
-            && self
-                .words(a)
-                .chunks_exact(3)
-                .zip(self.words(b).chunks_exact(3))
-                .all(|(x, y)| x[0] == y[0] && x[2] == y[2])
-    }
-
-    fn compat_fnproto(&self, a: u32, b: u32) -> bool {
-        let (ra, rb) = (self.rec(a), self.rec(b));
-        ra.name == rb.name
-            && ra.info() == rb.info()
-            && self
-                .words(a)
-                .chunks_exact(2)
-                .zip(self.words(b).chunks_exact(2))
-                .all(|(x, y)| x[0] == y[0])
-    }
-
-    fn identical_arrays(&self, a: u32, b: u32) -> bool {
-        self.kind(a) == Some(Kind::Array)
-            && self.kind(b) == Some(Kind::Array)
-            && self.equal_all(a, b)
-    }
-
-    fn identical_structs(&self, a: u32, b: u32, depth: usize) -> Result<bool> {
-        if depth > MAX_DEPTH {
-            return Err(too_deep());
-        }
-        if !matches!(self.kind(a), Some(Kind::Struct | Kind::Union))
-            || self.kind(a) != self.kind(b)
-            || !self.shallow_equal_struct(a, b)
-        {
-            return Ok(false);
-        }
-        for (x, y) in self
-            .words(a)
-            .chunks_exact(3)
-            .zip(self.words(b).chunks_exact(3))
-        {
-            if x[1] != y[1]
-                && !self.identical_arrays(x[1], y[1])
-                && !self.identical_structs(x[1], y[1], depth + 1)?
-            {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+    fn too_deep(&self) -> Error {
+        too_deep()
     }
 }
 
