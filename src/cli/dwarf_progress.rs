@@ -1,19 +1,28 @@
 //! The progress line of a DWARF conversion that takes a while (a debug vmlinux: seconds): on
 //! stderr, only when it is a terminal and `-q` is not given, and only once the conversion has
 //! run for a second, so that a small input converts without a flicker. Cleared when done.
+//! Nothing of it is made before a conversion tells its first step: an input read as BTF (the
+//! main job) pays for none of it.
 
 use btfgen::dwarf::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a conversion runs before its line is drawn.
 const QUIET_FOR: Duration = Duration::from_secs(1);
 
-/// The line of one input's conversion; told from either of the conversion's threads.
-pub struct DwarfProgress {
+/// The line of one input's conversion, made when the conversion first tells its progress;
+/// told from either of the conversion's threads.
+pub struct DwarfProgress<'p> {
+    input: &'p Path,
+    line: OnceLock<Line>,
+}
+
+struct Line {
     bar: ProgressBar,
     name: String,
     started: Instant,
@@ -24,16 +33,33 @@ pub struct DwarfProgress {
     step: AtomicU8,
 }
 
-impl DwarfProgress {
-    /// The line of converting the DWARF of `input`, hidden for now.
-    pub fn new(input: &Path) -> DwarfProgress {
+impl<'p> DwarfProgress<'p> {
+    /// The line of converting the DWARF of `input`, not made yet.
+    pub fn new(input: &'p Path) -> DwarfProgress<'p> {
+        DwarfProgress {
+            input,
+            line: OnceLock::new(),
+        }
+    }
+
+    /// Show `progress`.
+    pub fn tell(&self, progress: Progress) {
+        self.line
+            .get_or_init(|| Line::new(self.input))
+            .tell(progress);
+    }
+}
+
+impl Line {
+    /// A hidden line for `input`, its second counted from now.
+    fn new(input: &Path) -> Line {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
         bar.set_style(
             ProgressStyle::with_template("{elapsed} {msg} [{bar:20}] {pos}/{len}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
         );
-        DwarfProgress {
+        Line {
             bar,
             // The file's name only: the line stays within a terminal's width.
             name: input
@@ -48,8 +74,7 @@ impl DwarfProgress {
         }
     }
 
-    /// Show `progress`.
-    pub fn tell(&self, progress: Progress) {
+    fn tell(&self, progress: Progress) {
         if self.wanted
             && !self.shown.load(Ordering::Relaxed)
             && self.started.elapsed() >= QUIET_FOR
@@ -73,7 +98,7 @@ impl DwarfProgress {
     }
 }
 
-impl Drop for DwarfProgress {
+impl Drop for Line {
     fn drop(&mut self) {
         self.bar.finish_and_clear();
     }
