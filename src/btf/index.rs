@@ -8,7 +8,10 @@
 //!   `STRIDE - 1` records from there. A dense `u32` per type cost as much again in page faults
 //!   on a fresh 500 KiB array as the walk itself. A small section (an object's own `.BTF`,
 //!   under [`LANES_MIN_LEN`]) keeps every offset: a few KiB, and no walk on the lookups that
-//!   validation and relocation make by the thousand.
+//!   validation and relocation make by the thousand. A large one remembers the offsets its
+//!   lookups walked to in a small memo ([`MEMO_LEN`] slots): relocation looks the same few
+//!   hundred kernel types up thousands of times (53 libbpf-tools objects: 3.7% fewer
+//!   instructions in all, the same with 256 slots as with 1,024).
 //! - Whole-section walks run [`LANES`] independent chains interleaved in one loop, so the CPU
 //!   overlaps them. For the build, where segment starts can only be guessed (a position from
 //!   which many records decode plausibly), each guess is proven by the segment before it
@@ -27,11 +30,14 @@ use super::{Endianness, KindSet, MAX_TYPE_ID};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
 use object::endian::{BigEndian, Endian, LittleEndian};
 
 /// One checkpoint per this many records: `1 << STRIDE_SHIFT`.
 pub(super) const STRIDE: u32 = 1 << STRIDE_SHIFT;
 const STRIDE_SHIFT: u32 = 3;
+/// Slots of [`TypeIndex`]'s memo of walked offsets (a power of two).
+const MEMO_LEN: usize = 256;
 /// Chains walked at once ([`walk_lanes`] is written out for four).
 const LANES: usize = 4;
 /// Groups of [`LANES`] adjacent segments the build walks one after another. A record's length
@@ -141,6 +147,11 @@ pub(super) struct TypeIndex {
     /// The layout section, kept only when a record is of a kind btfgen does not know: walks
     /// then size records with it.
     layout: Option<Layout>,
+    /// Offsets found by walking from a checkpoint, direct-mapped by record index: `(index + 1)
+    /// << 32 | offset`, 0 when empty; a walk costs ~40 times a hit. Empty for a small section
+    /// (every offset is a checkpoint there). Atomic so a parsed BTF stays shareable between
+    /// threads; a slot is one word, so a reader sees an index with its own offset or a miss.
+    memo: Vec<AtomicU64>,
 }
 
 impl TypeIndex {
@@ -193,10 +204,18 @@ impl TypeIndex {
         self.count
     }
 
-    /// Byte offset of record `index` (0-based), walking from its checkpoint.
+    /// Byte offset of record `index` (0-based), walking from its checkpoint (or remembered
+    /// from the last such walk).
     pub(super) fn offset(&self, types: &[u8], endian: Endianness, index: u32) -> Option<usize> {
         if index >= self.count {
             return None;
+        }
+        let key = u64::from(index) + 1;
+        let slot = self.memo.get(index as usize & (MEMO_LEN - 1));
+        if let Some(memo) = slot.map(|s| s.load(Ordering::Relaxed))
+            && memo >> 32 == key
+        {
+            return Some(memo as u32 as usize);
         }
         let segment = self
             .segments
@@ -206,8 +225,15 @@ impl TypeIndex {
         let local = index - first;
         let at = base as usize + (local >> self.stride_shift) as usize;
         let mut pos = *self.checkpoints.get(at)? as usize;
-        for _ in 0..local & ((1 << self.stride_shift) - 1) {
+        let walk = local & ((1 << self.stride_shift) - 1);
+        if walk == 0 {
+            return Some(pos);
+        }
+        for _ in 0..walk {
             pos += self.record(types, endian, pos)?.0;
+        }
+        if let Some(slot) = slot {
+            slot.store(key << 32 | pos as u64, Ordering::Relaxed);
         }
         Some(pos)
     }
@@ -368,6 +394,11 @@ fn build_sequential<E: Endian, F: Fn(usize, u32) -> bool>(
         count,
         stride_shift,
         layout: if unknown_kinds { layout.copied() } else { None },
+        memo: if stride_shift == 0 {
+            Vec::new()
+        } else {
+            empty_memo()?
+        },
     };
     Ok((index, kept))
 }
@@ -500,8 +531,16 @@ fn build_lanes<E: Endian, F: Fn(usize, u32) -> bool>(
         count: first,
         stride_shift: STRIDE_SHIFT,
         layout: None,
+        memo: empty_memo()?,
     };
     Ok(Some((index, kept)))
+}
+
+/// [`TypeIndex`]'s memo, every slot empty.
+fn empty_memo() -> Result<Vec<AtomicU64>> {
+    let mut memo = fallible::vec_with_capacity(MEMO_LEN)?;
+    memo.extend((0..MEMO_LEN).map(|_| AtomicU64::new(0)));
+    Ok(memo)
 }
 
 /// A vector of `len` zeros (`T::default()`), allocated fallibly.

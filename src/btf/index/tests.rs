@@ -75,6 +75,24 @@ fn check_index_with(
         );
     }
     assert_eq!(index.offset(types, endian, records.len() as u32), None);
+    // Again, with the walked offsets memoized: in reverse, then alternating between records
+    // that share a memo slot (each lookup evicts the other's offset).
+    for (i, &(pos, _)) in records.iter().enumerate().rev() {
+        assert_eq!(
+            index.offset(types, endian, i as u32),
+            Some(pos),
+            "record {i} again"
+        );
+    }
+    for i in 0..records.len().saturating_sub(MEMO_LEN) {
+        for j in [i + MEMO_LEN, i, i + MEMO_LEN] {
+            assert_eq!(
+                index.offset(types, endian, j as u32),
+                Some(records[j].0),
+                "record {j}, sharing a memo slot"
+            );
+        }
+    }
     let mut seen = vec![false; records.len()];
     index
         .for_each_record(types, endian, |i, pos, info| {
