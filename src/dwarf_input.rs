@@ -89,11 +89,12 @@ pub fn convert(
         return Ok(None);
     }
     let sup = supplementary_file(path, data, alt)?;
-    // The DWARF is read twice, unit after unit: pages read are let go as it goes.
+    // The DWARF is read unit after unit (once, or twice): pages read are let go as it goes.
     let options = crate::dwarf::Options {
         release: &crate::mapped::release,
         threads: how.threads,
         progress: how.progress,
+        ..crate::dwarf::Options::default()
     };
     let btf = crate::dwarf::to_btf_with(data, sup.as_deref(), &options)?;
     // Read while mapped: a change meanwhile shows only now.

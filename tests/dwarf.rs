@@ -24,15 +24,22 @@ fn converted(elf: &str) -> Vec<u8> {
     to_btf_both_ways(&data(elf), None).unwrap_or_else(|e| panic!("{elf}: {e}"))
 }
 
-/// `dwarf::to_btf` of `elf` (with supplementary file `sup`) on one thread and on two: the
-/// same output, or the same error.
+/// `dwarf::to_btf` of `elf` (with supplementary file `sup`) on one thread and on two, and
+/// with its type DIEs numbered by a first pass of their own rather than as their units are
+/// converted: the same output; or the same error on one thread and on two, and an error
+/// (maybe found elsewhere first) with either numbering.
 fn to_btf_both_ways(elf: &[u8], sup: Option<&[u8]>) -> btfgen::Result<Vec<u8>> {
     let one = btfgen::dwarf::Options {
         threads: false,
         ..btfgen::dwarf::Options::default()
     };
+    let numbered_first = btfgen::dwarf::Options {
+        one_pass: false,
+        ..btfgen::dwarf::Options::default()
+    };
     let sequential = btfgen::dwarf::to_btf_with(elf, sup, &one);
     let threaded = btfgen::dwarf::to_btf(elf, sup);
+    let two_passes = btfgen::dwarf::to_btf_with(elf, sup, &numbered_first);
     match (&sequential, &threaded) {
         (Ok(a), Ok(b)) => assert!(a == b, "two threads wrote other bytes than one"),
         (a, b) => assert_eq!(
@@ -40,6 +47,11 @@ fn to_btf_both_ways(elf: &[u8], sup: Option<&[u8]>) -> btfgen::Result<Vec<u8>> {
             format!("{b:?}"),
             "one thread, two threads"
         ),
+    }
+    match (&threaded, &two_passes) {
+        (Ok(a), Ok(b)) => assert!(a == b, "numbered in one pass: other bytes than in two"),
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!("numbered in one pass: {a:?}; in two: {b:?}"),
     }
     threaded
 }
@@ -569,23 +581,29 @@ fn cli_finds_and_checks_the_supplementary_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// What converting `elf` (on two threads or one) tells of its progress, in order.
+fn progress_told(elf: &[u8], threads: bool) -> Vec<btfgen::dwarf::Progress> {
+    let told = std::sync::Mutex::new(Vec::new());
+    let tell = |p| told.lock().unwrap().push(p);
+    let options = btfgen::dwarf::Options {
+        threads,
+        progress: &tell,
+        ..btfgen::dwarf::Options::default()
+    };
+    btfgen::dwarf::to_btf_with(elf, None, &options).unwrap();
+    told.into_inner().unwrap()
+}
+
 /// A conversion tells its progress (for the command's progress line): every unit numbered
-/// once, every unit converted in order, then the deduplication; the same on one thread and
-/// on two (numbering on two threads may tell its units out of order, never twice).
+/// once (by the first pass, which an input with type units needs), every unit converted in
+/// order, then the deduplication; the same on one thread and on two (numbering on two
+/// threads may tell its units out of order, never twice).
 #[test]
 fn a_conversion_tells_its_progress() {
     use btfgen::dwarf::Progress;
     let elf = data("gcc-dwarf4-types.so");
     for threads in [false, true] {
-        let told = std::sync::Mutex::new(Vec::new());
-        let tell = |p: Progress| told.lock().unwrap().push(p);
-        let options = btfgen::dwarf::Options {
-            threads,
-            progress: &tell,
-            ..btfgen::dwarf::Options::default()
-        };
-        btfgen::dwarf::to_btf_with(&elf, None, &options).unwrap();
-        let told = told.into_inner().unwrap();
+        let told = progress_told(&elf, threads);
         let numbered: Vec<_> = told
             .iter()
             .filter_map(|p| match *p {
@@ -622,5 +640,144 @@ fn a_conversion_tells_its_progress() {
                 .all(|p| matches!(p, Progress::Numbered { .. })),
             "threads {threads}: the passes in order"
         );
+    }
+}
+
+/// Converted in one pass (an input without type units or a supplementary file), a conversion
+/// tells each unit converted, in order, then the deduplication: no first pass numbers them.
+#[test]
+fn a_conversion_in_one_pass_tells_its_progress() {
+    use btfgen::dwarf::Progress;
+    let elf = data("gcc-dwarf4.so");
+    for threads in [false, true] {
+        let told = progress_told(&elf, threads);
+        let (last, converted) = told.split_last().unwrap();
+        assert_eq!(*last, Progress::Deduplicating, "threads {threads}");
+        let units = converted.len();
+        assert!(units >= 2, "threads {threads}: {told:?}");
+        assert_eq!(
+            converted,
+            (1..=units)
+                .map(|done| Progress::Converted { done, total: units })
+                .collect::<Vec<_>>(),
+            "threads {threads}"
+        );
+    }
+}
+
+/// References into a unit after their own (gcc's link-time optimization refers from the
+/// optimized unit into the units compiled first, with `DW_FORM_ref_addr`), and into partial
+/// units (`dwz`): converted in one pass, such a reference waits for its unit to be numbered,
+/// and the output is that of the first pass's numbering.
+#[test]
+fn references_into_other_units_convert_the_same_in_one_pass() {
+    for elf in ["gcc-dwarf5-lto.so", "gcc-dwarf4-dwz.so"] {
+        let btf = to_btf_both_ways(&data(elf), None).unwrap_or_else(|e| panic!("{elf}: {e}"));
+        Btf::parse(&btf).unwrap_or_else(|e| panic!("{elf}: {e}"));
+    }
+}
+
+/// References into a later unit, which no compiler here writes for types (gcc's and clang's
+/// link-time optimization refer across units only for what they inlined): unit 0's struct,
+/// pointer and `_Atomic` refer to unit 1's `int` and struct with `DW_FORM_ref_addr`, one
+/// through an `_Atomic` of unit 1. Converted in one pass, they wait for unit 1 to be
+/// numbered; the output is the first pass's, and the types are those the C would have.
+#[test]
+fn references_into_a_later_unit_convert_the_same_in_one_pass() {
+    use gimli::constants as dw;
+    use gimli::write::{self, AttributeValue as V, EndianVec, LineProgram, Reference, Unit};
+    let encoding = gimli::Encoding {
+        format: gimli::Format::Dwarf32,
+        version: 4,
+        address_size: 8,
+    };
+    let mut dwarf = write::Dwarf::new();
+    let first = dwarf.units.add(Unit::new(encoding, LineProgram::none()));
+    let second = dwarf.units.add(Unit::new(encoding, LineProgram::none()));
+    let name = |s: &str| V::String(s.as_bytes().to_vec());
+    // Unit 1: `int`, `_Atomic int`, `struct later { int x; }`.
+    let (int, atomic, later) = {
+        let unit = dwarf.units.get_mut(second);
+        let root = unit.root();
+        let int = unit.add(root, dw::DW_TAG_base_type);
+        let e = unit.get_mut(int);
+        e.set(dw::DW_AT_name, name("int"));
+        e.set(dw::DW_AT_byte_size, V::Data1(4));
+        e.set(dw::DW_AT_encoding, V::Encoding(dw::DW_ATE_signed));
+        let atomic = unit.add(root, dw::DW_TAG_atomic_type);
+        unit.get_mut(atomic).set(dw::DW_AT_type, V::UnitRef(int));
+        let later = unit.add(root, dw::DW_TAG_structure_type);
+        let e = unit.get_mut(later);
+        e.set(dw::DW_AT_name, name("later"));
+        e.set(dw::DW_AT_byte_size, V::Data1(4));
+        let x = unit.add(later, dw::DW_TAG_member);
+        let e = unit.get_mut(x);
+        e.set(dw::DW_AT_name, name("x"));
+        e.set(dw::DW_AT_type, V::UnitRef(int));
+        e.set(dw::DW_AT_data_member_location, V::Data1(0));
+        (int, atomic, later)
+    };
+    // Unit 0: `struct early { int a; _Atomic int b; struct later *p; }`, `typedef int i_t;`.
+    {
+        let unit = dwarf.units.get_mut(first);
+        let root = unit.root();
+        let ptr = unit.add(root, dw::DW_TAG_pointer_type);
+        let e = unit.get_mut(ptr);
+        e.set(dw::DW_AT_byte_size, V::Data1(8));
+        e.set(
+            dw::DW_AT_type,
+            V::DebugInfoRef(Reference::Entry(second, later)),
+        );
+        let early = unit.add(root, dw::DW_TAG_structure_type);
+        let e = unit.get_mut(early);
+        e.set(dw::DW_AT_name, name("early"));
+        e.set(dw::DW_AT_byte_size, V::Data1(16));
+        for (member, ty, offset) in [
+            ("a", V::DebugInfoRef(Reference::Entry(second, int)), 0),
+            ("b", V::DebugInfoRef(Reference::Entry(second, atomic)), 4),
+            ("p", V::UnitRef(ptr), 8),
+        ] {
+            let m = unit.add(early, dw::DW_TAG_member);
+            let e = unit.get_mut(m);
+            e.set(dw::DW_AT_name, name(member));
+            e.set(dw::DW_AT_type, ty);
+            e.set(dw::DW_AT_data_member_location, V::Data1(offset));
+        }
+        let typedef = unit.add(root, dw::DW_TAG_typedef);
+        let e = unit.get_mut(typedef);
+        e.set(dw::DW_AT_name, name("i_t"));
+        e.set(
+            dw::DW_AT_type,
+            V::DebugInfoRef(Reference::Entry(second, int)),
+        );
+    }
+    let mut sections = write::Sections::new(EndianVec::new(gimli::LittleEndian));
+    dwarf.write(&mut sections).unwrap();
+    let mut elf = object::write::Object::new(
+        object::BinaryFormat::Elf,
+        object::Architecture::X86_64,
+        object::Endianness::Little,
+    );
+    sections
+        .for_each(|id, data| {
+            if !data.slice().is_empty() {
+                let section =
+                    elf.add_section(Vec::new(), id.name().into(), object::SectionKind::Debug);
+                elf.set_section_data(section, data.slice().to_vec(), 1);
+            }
+            Ok::<_, gimli::write::Error>(())
+        })
+        .unwrap();
+    let elf = elf.write().unwrap();
+    let btf = to_btf_both_ways(&elf, None).unwrap();
+    let btf = Btf::parse(&btf).unwrap();
+    let lines = canonical(&btf);
+    let text = lines.keys().cloned().collect::<Vec<_>>().join("\n");
+    for expected in [
+        "STRUCT 'early' size=16 kflag=false {a: INT int @0; b: INT int @32; p: (PTR '' STRUCT later{x}) @64}",
+        "STRUCT 'later' size=4 kflag=false {x: INT int @0}",
+        "TYPEDEF 'i_t' INT int",
+    ] {
+        assert!(lines.contains_key(expected), "missing {expected}:\n{text}");
     }
 }

@@ -129,10 +129,25 @@ pub fn fuzz_btf(data: &[u8], validation: Validation) {
 
 /// An ELF file through the DWARF reader: `has_dwarf_without_btf`, then `to_btf`, whose
 /// output (when it converts) must parse, and is exercised and round-tripped like any BTF.
-/// Errors are fine; a panic, or output that does not parse, is a finding.
+/// Errors are fine; a panic, or output that does not parse, is a finding, and so is a
+/// conversion whose type DIEs, numbered by a first pass of their own, give other bytes, or
+/// an error where the other gives none.
 pub fn fuzz_dwarf(data: &[u8]) {
     let _ = btfgen::dwarf::has_dwarf_without_btf(data);
-    let Ok(btf) = btfgen::dwarf::to_btf(data, None) else {
+    let converted = btfgen::dwarf::to_btf(data, None);
+    let numbered_first = btfgen::dwarf::Options {
+        one_pass: false,
+        ..btfgen::dwarf::Options::default()
+    };
+    match (
+        &converted,
+        &btfgen::dwarf::to_btf_with(data, None, &numbered_first),
+    ) {
+        (Ok(a), Ok(b)) => assert!(a == b, "numbered in one pass: other bytes than in two"),
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!("numbered in one pass: {a:?}; in two: {b:?}"),
+    }
+    let Ok(btf) = converted else {
         return;
     };
     let parsed = Btf::parse(&btf).unwrap_or_else(|e| panic!("to_btf's output does not parse: {e}"));

@@ -46,11 +46,84 @@ const MAX_ARRAY_DIMENSIONS: usize = 64;
 const INT_SIGNED: u32 = 1;
 const INT_BOOL: u32 = 4;
 
-/// What the first pass found at a DIE offset, in [`UnitData::slots`]: a type DIE's BTF id,
-/// or `ALIAS` for a DIE that stands for another (an `_Atomic` qualifier, BTF has no kind for
-/// it, for what it qualifies; a skeleton with `DW_AT_signature` for its type unit's type),
-/// found in [`UnitData::aliases`].
+/// What numbering found at a DIE offset, in [`UnitSlots::slots`]: a type DIE's BTF id, or
+/// `ALIAS` for a DIE that stands for another (an `_Atomic` qualifier, BTF has no kind for it,
+/// for what it qualifies; a skeleton with `DW_AT_signature` for its type unit's type), found
+/// in [`UnitSlots::aliases`].
 const ALIAS: u32 = u32::MAX;
+
+/// Converting in one pass ([`Input::one_pass`]), the ids of extra records start here until
+/// the last unit is numbered ([`Input::settle_ids`]): a DIE's id stays below it.
+const EXTRA_BASE: u32 = 1 << 31;
+/// Converting in one pass, a reference into a unit not numbered yet gets an id from here, the
+/// index of its target in [`Output::pending`], until [`Input::settle_ids`].
+const PENDING_BASE: u32 = 3 << 30;
+
+/// A reference into a unit not numbered yet, converting in one pass: resolved once every
+/// unit is ([`Input::settle_ids`]).
+#[derive(Clone, Copy)]
+struct Pending {
+    target: Target,
+    /// Where the reference was read.
+    at: At,
+    /// `_Atomic`s the reference went through before it reached the unit.
+    hops: usize,
+}
+
+/// The slots of one unit's type DIEs and aliases, in offset order: the first pass's (in
+/// [`UnitData`]), or, converting in one pass, its walk's (in [`Output::numbered`]).
+#[derive(Default)]
+struct UnitSlots {
+    /// Offset and id (or [`ALIAS`]) of each type DIE and alias.
+    slots: Vec<(u32, u32)>,
+    /// Offset and target of each alias.
+    aliases: Vec<(u32, Target)>,
+    /// For each [`BUCKET_LEN`] bytes of the unit, the first slot at or after them
+    /// ([`UnitSlots::index`]): a reference's slot is found among a few, where a binary search
+    /// over them all was a chain of a dozen cache misses for each of the millions of
+    /// references a kernel has.
+    buckets: Vec<u32>,
+}
+
+/// Bytes of a unit per bucket of [`UnitSlots::buckets`] (a power of two): a few DIEs.
+const BUCKET_LEN: u32 = 256;
+
+impl UnitSlots {
+    /// Index the slots, once the last is in.
+    fn index(&mut self) -> Result<()> {
+        let Some(&(last, _)) = self.slots.last() else {
+            return Ok(());
+        };
+        let buckets = (last / BUCKET_LEN) as usize + 2;
+        self.buckets = fallible::vec_with_capacity(buckets)?;
+        let mut first = 0;
+        for bucket in 0..buckets {
+            while self
+                .slots
+                .get(first)
+                .is_some_and(|&(o, _)| ((o / BUCKET_LEN) as usize) < bucket)
+            {
+                first += 1;
+            }
+            // Slots are fewer than a unit's bytes, which fit in 32 bits.
+            self.buckets.push(first as u32);
+        }
+        Ok(())
+    }
+
+    /// The index of the slot at `offset`, if it has one.
+    fn find(&self, offset: u32) -> Option<usize> {
+        let bucket = (offset / BUCKET_LEN) as usize;
+        let start = *self.buckets.get(bucket)? as usize;
+        let end = *self.buckets.get(bucket + 1)? as usize;
+        let i = self
+            .slots
+            .get(start..end)?
+            .binary_search_by_key(&offset, |&(o, _)| o)
+            .ok()?;
+        Some(start + i)
+    }
+}
 
 /// A DIE a reference points to.
 #[derive(Debug, Clone, Copy)]
@@ -69,10 +142,8 @@ struct UnitData<'a> {
     in_debug_types: bool,
     /// A unit of the supplementary file (`dwz -m`), which the input refers to.
     in_sup: bool,
-    /// Offset and id (or [`ALIAS`]) of each type DIE and alias, in offset order.
-    slots: Vec<(u32, u32)>,
-    /// Offset and target of each alias, in offset order.
-    aliases: Vec<(u32, Target)>,
+    /// Its type DIEs numbered by the first pass (empty converting in one pass).
+    numbered: UnitSlots,
 }
 
 /// Where in the input an error was found.
@@ -152,6 +223,12 @@ struct Input<'a> {
     progress: &'a (dyn Fn(super::Progress) + Sync),
     /// Units the first pass has scanned, on either thread.
     scanned: core::sync::atomic::AtomicUsize,
+    /// Whether the units are numbered as they are converted, in one pass, rather than by a
+    /// first pass over all of them: for an input without type units or a supplementary file,
+    /// whose references into other units (rare: `DW_FORM_ref_addr`) wait for their unit to
+    /// be numbered ([`Output::pending`]). Without a pass of its own, numbering costs almost
+    /// nothing: the walk that converts a unit reads every DIE of it anyway.
+    one_pass: bool,
 }
 
 /// The unit a pass is in, with its abbreviations (parsed for the pass, dropped after it): a
@@ -164,8 +241,12 @@ struct Output<'a, 'w> {
     types: Types,
     /// Records after the DIEs' own ids (`FUNC_PROTO`, `FUNC`, `DECL_TAG`, index `int`).
     extra: Types,
-    /// The first extra record's id: one past the last DIE's.
+    /// The first extra record's id: one past the last DIE's ([`EXTRA_BASE`] until it is
+    /// known, converting in one pass).
     first_extra: u32,
+    /// The largest id an extra record may have (below [`PENDING_BASE`] converting in one
+    /// pass).
+    extra_limit: u32,
     index_type: Option<u32>,
     /// The function symbols, and whether a `FUNC` was emitted for each.
     functions: Vec<(&'a [u8], bool)>,
@@ -174,6 +255,13 @@ struct Output<'a, 'w> {
     names: HashMap<u64, u32>,
     /// The unit whose records are being written.
     current: Current<'a>,
+    /// Converting in one pass: the slots of the units numbered so far, by unit.
+    numbered: Vec<UnitSlots>,
+    /// Converting in one pass: the id after the last DIE's numbered so far.
+    next_id: u32,
+    /// Converting in one pass: references into units not numbered yet (their ids:
+    /// [`PENDING_BASE`] and up).
+    pending: Vec<Pending>,
 }
 
 /// The converter's state across all units of one input.
@@ -183,10 +271,11 @@ pub struct Converter<'a, 'w> {
 }
 
 impl<'a, 'w> Converter<'a, 'w> {
-    /// Read every unit header of `sections` and give every type DIE its id, and those of
-    /// the units of `sup` (the supplementary file of a `dwz -m` input) that the input refers
-    /// to (imports, or points a reference into), and that those refer to. Names are
-    /// interned in `strings`.
+    /// Read every unit header of `sections` and, unless the units can be numbered as they
+    /// are converted (`options` allow it; [`Input::one_pass`]), give every type DIE its id,
+    /// and those of the units of `sup` (the supplementary file of a `dwz -m` input) that the
+    /// input refers to (imports, or points a reference into), and that those refer to.
+    /// Names are interned in `strings`.
     /// As `options` say: each unit's bytes released once a pass is done with them, each pass
     /// on two threads (the result is the same), progress told.
     pub fn new(
@@ -215,33 +304,55 @@ impl<'a, 'w> Converter<'a, 'w> {
             threads: options.threads,
             progress: options.progress,
             scanned: core::sync::atomic::AtomicUsize::new(0),
+            one_pass: false,
         };
         input.read_headers()?;
         // Reading every unit's header mapped a page around each (the kernel maps 16 at a
         // time): let them go before the first pass reads the units one by one.
         input.release_sections();
-        let next_id = input.number_types()?;
-        input.release_sections();
+        input.one_pass = options.one_pass
+            && input.dwarf.sup().is_none()
+            && input.signatures.is_empty()
+            && input.units.iter().all(|u| !u.in_debug_types);
         let mut types = Types::new()?;
-        types.fill(next_id)?;
+        let first_extra = if input.one_pass {
+            EXTRA_BASE
+        } else {
+            let next_id = input.number_types()?;
+            input.release_sections();
+            types.fill(next_id)?;
+            next_id
+        };
         let out = Output {
             strings,
             types,
             extra: Types::empty(),
-            first_extra: next_id,
+            first_extra,
+            extra_limit: if input.one_pass {
+                PENDING_BASE - 1
+            } else {
+                super::MAX_RECORD_ID
+            },
             index_type: None,
             functions,
             names: HashMap::new(),
             current: None,
+            numbered: Vec::new(),
+            next_id: 1,
+            pending: Vec::new(),
         };
         Ok(Converter { input, out })
     }
 
-    /// Second pass: every unit's records. Returns all records, ids from 1.
+    /// Every unit's records (the second pass, or the only one). Returns all records, ids
+    /// from 1.
     pub fn convert(self) -> Result<Types> {
         let Converter { input, mut out } = self;
         input.convert_units(&mut out)?;
         input.release_sections();
+        if input.one_pass {
+            input.settle_ids(&mut out)?;
+        }
         let Output {
             mut types, extra, ..
         } = out;
@@ -320,8 +431,7 @@ impl<'a> Input<'a> {
                 start,
                 in_debug_types,
                 in_sup: false,
-                slots: Vec::new(),
-                aliases: Vec::new(),
+                numbered: UnitSlots::default(),
             });
         }
         self.main_units = self.units.len();
@@ -362,8 +472,7 @@ impl<'a> Input<'a> {
                 start: sup_start(&header),
                 in_debug_types: false,
                 in_sup: true,
-                slots: Vec::new(),
-                aliases: Vec::new(),
+                numbered: UnitSlots::default(),
             },
         )?;
         Ok(index)
@@ -531,35 +640,94 @@ impl<'a> Input<'a> {
 
     /// The BTF id a reference stands for: its type DIE's, through `_Atomic`s. A reference to
     /// a DIE that is no type BTF has (C++ references, `DW_TAG_unspecified_type`) is `void`,
-    /// as pahole leaves it.
-    fn resolve(&self, mut target: Target, at: At) -> Result<u32> {
-        for _ in 0..MAX_ALIAS_HOPS {
+    /// as pahole leaves it. Converting in one pass, a reference into a unit not numbered yet
+    /// gets a pending id ([`Output::pending`]).
+    fn resolve(&self, out: &mut Output<'a, '_>, target: Target, at: At) -> Result<u32> {
+        self.resolve_from(
+            out,
+            Pending {
+                target,
+                at,
+                hops: 0,
+            },
+        )
+    }
+
+    /// [`Input::resolve`], `reference.hops` hops into the chain of `_Atomic`s.
+    fn resolve_from(&self, out: &mut Output<'a, '_>, reference: Pending) -> Result<u32> {
+        let Pending { mut target, at, .. } = reference;
+        for hops in reference.hops..MAX_ALIAS_HOPS {
             let Target::Die { unit, offset } = target else {
                 return Ok(0);
             };
-            let data = &self.units[unit];
+            if self.one_pass && unit >= out.numbered.len() {
+                return out.pending_id(Pending { target, at, hops });
+            }
+            let numbered = if self.one_pass {
+                &out.numbered[unit]
+            } else {
+                &self.units[unit].numbered
+            };
             let Ok(offset) = u32::try_from(offset.0) else {
                 return Ok(0);
             };
-            match data.slots.binary_search_by_key(&offset, |&(o, _)| o) {
-                Ok(i) if data.slots[i].1 != ALIAS => return Ok(data.slots[i].1),
-                Ok(_) => {
-                    let i = data
+            match numbered.find(offset).map(|i| numbered.slots[i].1) {
+                Some(id) if id != ALIAS => return Ok(id),
+                Some(_) => {
+                    let i = numbered
                         .aliases
                         .binary_search_by_key(&offset, |&(o, _)| o)
                         .map_err(|_| at.err("an alias without its target"))?;
-                    target = data.aliases[i].1;
+                    target = numbered.aliases[i].1;
                 }
-                Err(_) => return Ok(0),
+                None => return Ok(0),
             }
         }
         Err(at.err("a cycle of _Atomic qualifiers"))
     }
 
+    /// Converting in one pass, once every unit is numbered: the last DIE's id is known, so
+    /// the extra records' ids follow it, and every pending reference has its id; each
+    /// record's references to either get their final ids.
+    fn settle_ids(&self, out: &mut Output<'a, '_>) -> Result<()> {
+        let count = out.next_id;
+        out.types.fill(count)?;
+        let pending = core::mem::take(&mut out.pending);
+        let mut ids = fallible::vec_with_capacity(pending.len())?;
+        for &reference in &pending {
+            ids.push(self.resolve_from(out, reference)?);
+        }
+        let extras =
+            u32::try_from(out.extra.records.len()).map_err(|_| super::too_many_records())?;
+        count
+            .checked_add(extras)
+            .filter(|&end| end <= super::MAX_RECORD_ID)
+            .ok_or_else(super::too_many_records)?;
+        let settle = |id: u32| {
+            if id >= PENDING_BASE {
+                ids.get((id - PENDING_BASE) as usize).copied().unwrap_or(0)
+            } else if id >= EXTRA_BASE {
+                count + (id - EXTRA_BASE)
+            } else {
+                id
+            }
+        };
+        out.types.map_type_ids(settle);
+        out.extra.map_type_ids(settle);
+        out.first_extra = count;
+        Ok(())
+    }
+
     /// The id of what the `DW_AT_type` of a DIE with `attrs` (in unit `unit`) refers to.
-    fn type_of(&self, unit: usize, attrs: &Attrs<'_, 'a>, at: At) -> Result<u32> {
+    fn type_of(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        attrs: &Attrs<'_, 'a>,
+        at: At,
+    ) -> Result<u32> {
         let target = self.target_value(unit, attrs.get(A::Type), at)?;
-        self.resolve(target, at)
+        self.resolve(out, target, at)
     }
 
     /// The string a string attribute's `value` (of a DIE in unit `unit`) holds.
@@ -646,12 +814,23 @@ impl<'a, 'w> Output<'a, 'w> {
         }
     }
 
+    /// A pending id for `reference`, into a unit not numbered yet.
+    fn pending_id(&mut self, reference: Pending) -> Result<u32> {
+        let id = u32::try_from(self.pending.len())
+            .ok()
+            .and_then(|n| PENDING_BASE.checked_add(n))
+            .filter(|&id| id <= super::MAX_RECORD_ID)
+            .ok_or_else(super::too_many_records)?;
+        fallible::push(&mut self.pending, reference)?;
+        Ok(id)
+    }
+
     /// The next extra record's id.
     fn next_extra(&self) -> Result<u32> {
         u32::try_from(self.extra.records.len())
             .ok()
             .and_then(|n| self.first_extra.checked_add(n))
-            .filter(|&id| id <= super::MAX_RECORD_ID)
+            .filter(|&id| id <= self.extra_limit)
             .ok_or_else(super::too_many_records)
     }
 

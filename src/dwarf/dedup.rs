@@ -459,28 +459,8 @@ impl Dedup<'_> {
             };
             words.clear();
             fallible::extend(&mut words, self.words(id))?;
-            let size_or_type = if kind.has_type_ref() {
-                remap(self, r.size_or_type)
-            } else {
-                r.size_or_type
-            };
-            match kind {
-                Kind::Array => {
-                    words[0] = remap(self, words[0]);
-                    words[1] = remap(self, words[1]);
-                }
-                Kind::Struct | Kind::Union => {
-                    for m in words.chunks_exact_mut(3) {
-                        m[1] = remap(self, m[1]);
-                    }
-                }
-                Kind::FuncProto => {
-                    for p in words.chunks_exact_mut(2) {
-                        p[1] = remap(self, p[1]);
-                    }
-                }
-                _ => {}
-            }
+            let mut size_or_type = r.size_or_type;
+            super::map_type_ids(kind, &mut size_or_type, &mut words, |id| remap(self, id));
             writer.begin_type_at(r.name, kind, r.kind_flag, r.vlen, size_or_type)?;
             for &w in &words {
                 writer.push_word(w)?;

@@ -105,15 +105,21 @@ pub struct Options<'r> {
     pub threads: bool,
     /// Told how far the conversion is, from either thread: for a progress line.
     pub progress: &'r (dyn Fn(Progress) + Sync),
+    /// Whether the type DIEs may be numbered as their units are converted, in one pass over
+    /// the units (where the input has no type units and no supplementary file), rather than
+    /// by a first pass of their own. The output is the same either way; the first pass costs
+    /// a read of every DIE (a kernel's: ~0.6 s of CPU).
+    pub one_pass: bool,
 }
 
 impl Default for Options<'_> {
-    /// Nothing released, no progress told; two threads.
+    /// Nothing released, no progress told; two threads, one pass where the input allows.
     fn default() -> Self {
         Options {
             release: &|_| {},
             threads: true,
             progress: &|_| {},
+            one_pass: true,
         }
     }
 }
@@ -191,6 +197,38 @@ fn next_record_id(id: u32) -> Result<u32> {
     id.checked_add(1)
         .filter(|&next| next <= MAX_RECORD_ID)
         .ok_or_else(too_many_records)
+}
+
+/// Pass each type id of a record of `kind` through `f`: its `size_or_type` where the kind
+/// refers to a type, and the ids among its kind-specific `words` (an array's element and
+/// index types, members' and parameters' types).
+fn map_type_ids(
+    kind: Kind,
+    size_or_type: &mut u32,
+    words: &mut [u32],
+    mut f: impl FnMut(u32) -> u32,
+) {
+    if kind.has_type_ref() {
+        *size_or_type = f(*size_or_type);
+    }
+    match kind {
+        Kind::Array => {
+            for id in words.iter_mut().take(2) {
+                *id = f(*id);
+            }
+        }
+        Kind::Struct | Kind::Union => {
+            for member in words.chunks_exact_mut(3) {
+                member[1] = f(member[1]);
+            }
+        }
+        Kind::FuncProto => {
+            for param in words.chunks_exact_mut(2) {
+                param[1] = f(param[1]);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Where the next kind-specific word of `words` starts, as [`Record::first_word`] holds it.
@@ -273,7 +311,7 @@ impl Types {
     fn fill(&mut self, count: u32) -> Result<()> {
         let count = count as usize;
         self.records
-            .try_reserve_exact(count.saturating_sub(self.records.len()))?;
+            .try_reserve(count.saturating_sub(self.records.len()))?;
         self.records.resize(count.max(self.records.len()), VOID);
         Ok(())
     }
@@ -314,6 +352,18 @@ impl Types {
                 ..r
             }));
         Ok(())
+    }
+
+    /// Pass every type id the records hold through `f` ([`map_type_ids`]).
+    fn map_type_ids(&mut self, mut f: impl FnMut(u32) -> u32) {
+        for record in &mut self.records {
+            let Some(kind) = record.kind else { continue };
+            let start = record.first_word as usize;
+            let count = record.word_count();
+            if let Some(words) = self.words.get_mut(start..start + count) {
+                map_type_ids(kind, &mut record.size_or_type, words, &mut f);
+            }
+        }
     }
 
     fn words(&self, record: &Record) -> &[u32] {

@@ -32,15 +32,17 @@ impl<'a> Input<'a> {
         let record = match die.tag {
             dw::DW_TAG_base_type => return self.base_type(out, unit, attrs, id, at),
             dw::DW_TAG_pointer_type => return self.pointer(out, unit, nodes, node, id, at),
-            dw::DW_TAG_const_type => Record::reference(Kind::Const, self.type_of(unit, attrs, at)?),
+            dw::DW_TAG_const_type => {
+                Record::reference(Kind::Const, self.type_of(out, unit, attrs, at)?)
+            }
             dw::DW_TAG_volatile_type => {
-                Record::reference(Kind::Volatile, self.type_of(unit, attrs, at)?)
+                Record::reference(Kind::Volatile, self.type_of(out, unit, attrs, at)?)
             }
             dw::DW_TAG_restrict_type => {
-                Record::reference(Kind::Restrict, self.type_of(unit, attrs, at)?)
+                Record::reference(Kind::Restrict, self.type_of(out, unit, attrs, at)?)
             }
             dw::DW_TAG_typedef => {
-                let target = self.type_of(unit, attrs, at)?;
+                let target = self.type_of(out, unit, attrs, at)?;
                 let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
                 self.decl_tags(out, unit, nodes, node, id, -1, at)?;
                 Record::new(name, Kind::Typedef, false, 0, target)
@@ -116,7 +118,7 @@ impl<'a> Input<'a> {
         id: u32,
         at: At,
     ) -> Result<()> {
-        let mut target = self.type_of(unit, &nodes.get(node).attrs, at)?;
+        let mut target = self.type_of(out, unit, &nodes.get(node).attrs, at)?;
         for (_, child) in children(nodes, node) {
             let Job::Type(tag_id) = child.job else {
                 continue;
@@ -203,7 +205,7 @@ impl<'a> Input<'a> {
             }
             let attrs = &member.attrs;
             let member_name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
-            let member_type = self.type_of(unit, attrs, at)?;
+            let member_type = self.type_of(out, unit, attrs, at)?;
             let bitfield_size = attrs.udata(A::BitSize).unwrap_or(0);
             let bit_offset =
                 self.member_bit_offset(&out.current, unit, attrs, bitfield_size, little, at)?;
@@ -392,7 +394,7 @@ impl<'a> Input<'a> {
         id: u32,
         at: At,
     ) -> Result<()> {
-        let elem = self.type_of(unit, &nodes.get(node).attrs, at)?;
+        let elem = self.type_of(out, unit, &nodes.get(node).attrs, at)?;
         let mut nelems = 1u32;
         let mut dimensions = 0;
         for (_, subrange) in children(nodes, node) {
@@ -431,7 +433,7 @@ impl<'a> Input<'a> {
         named: bool,
         at: At,
     ) -> Result<(Record, Vec<u32>)> {
-        let ret = self.type_of(unit, &nodes.get(node).attrs, at)?;
+        let ret = self.type_of(out, unit, &nodes.get(node).attrs, at)?;
         let mut words: Vec<u32> = Vec::new();
         let mut variadic = false;
         for (_, param) in children(nodes, node) {
@@ -442,7 +444,7 @@ impl<'a> Input<'a> {
                     } else {
                         0
                     };
-                    let ty = self.type_of(unit, &param.attrs, at)?;
+                    let ty = self.type_of(out, unit, &param.attrs, at)?;
                     fallible::extend(&mut words, &[name, ty])?;
                 }
                 dw::DW_TAG_unspecified_parameters => variadic = true,

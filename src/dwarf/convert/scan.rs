@@ -5,8 +5,8 @@
 //! after: the same ids, and the same first error, as one thread.
 
 use super::{
-    A, ALIAS, At, Attrs, DW_TAG_LLVM_ANNOTATION, Input, Reader, Target, gimli_reason, is_type_tag,
-    next_die, walk,
+    A, ALIAS, At, Attrs, DW_TAG_LLVM_ANNOTATION, Input, Reader, UnitSlots, gimli_reason,
+    is_type_tag, next_die, walk,
 };
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -18,8 +18,7 @@ use gimli::{AttributeValue, DwTag, constants as dw};
 /// supplementary units it refers to in the order found, and the error that stopped it.
 #[derive(Default)]
 struct Scanned {
-    slots: Vec<(u32, u32)>,
-    aliases: Vec<(u32, Target)>,
+    numbered: UnitSlots,
     count: u32,
     sup_refs: Vec<usize>,
     error: Option<Error>,
@@ -158,7 +157,7 @@ impl<'a> Input<'a> {
         wanted: &mut SupQueue,
     ) -> Result<()> {
         let base = *next_id;
-        for slot in &mut scanned.slots {
+        for slot in &mut scanned.numbered.slots {
             if slot.1 != ALIAS {
                 let id = base
                     .checked_add(slot.1)
@@ -174,9 +173,8 @@ impl<'a> Input<'a> {
         if let Some(error) = scanned.error {
             return Err(error);
         }
-        let data = &mut self.units[index];
-        data.slots = scanned.slots;
-        data.aliases = scanned.aliases;
+        scanned.numbered.index()?;
+        self.units[index].numbered = scanned.numbered;
         Ok(())
     }
 
@@ -215,8 +213,7 @@ impl<'a> Input<'a> {
             return Ok(());
         };
         let Scanned {
-            slots,
-            aliases,
+            numbered: UnitSlots { slots, aliases, .. },
             count,
             sup_refs,
             ..
@@ -227,7 +224,7 @@ impl<'a> Input<'a> {
             .entries_raw(None)
             .map_err(|e| at.err(gimli_reason(e)))?;
         while let Some((depth, offset, abbrev)) = next_die(&mut raw, &mut at, data.start)? {
-            let level = usize::try_from(depth).map_err(|_| at.err("DIE tree depth below 0"))?;
+            let level = usize::try_from(depth).map_err(|_| at.err(walk::DEPTH_BELOW_ZERO))?;
             parents.truncate(level);
             let parent = parents.last().copied();
             let tag = abbrev.tag();
@@ -266,8 +263,7 @@ impl<'a> Input<'a> {
             };
             // `Some(None)`: a type DIE; `Some(Some(target))`: an alias.
             if let Some(alias) = slot {
-                let offset = u32::try_from(offset.0)
-                    .map_err(|_| at.err("a DIE offset past 4 GiB in its unit"))?;
+                let offset = walk::slot_offset(offset, at)?;
                 let id = match alias {
                     None => {
                         let id = *count;

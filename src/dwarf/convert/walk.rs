@@ -6,7 +6,10 @@
 //! in DFS order (the order the records, extra records and names are written in), so that one
 //! thread can walk the next unit meanwhile.
 
-use super::{ALIAS, At, DW_TAG_LLVM_ANNOTATION, Input, Output, gimli_reason, next_die};
+use super::{
+    ALIAS, At, DW_TAG_LLVM_ANNOTATION, EXTRA_BASE, Input, Output, Target, UnitSlots, gimli_reason,
+    is_type_tag, next_die,
+};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
@@ -237,6 +240,73 @@ pub(super) struct Walked<'a> {
     complete: usize,
     /// What stopped the walk.
     error: Option<Error>,
+    /// Converting in one pass: the unit's type DIEs and aliases, numbered by the walk.
+    numbered: Option<Numbered>,
+}
+
+/// A unit numbered by its walk, converting in one pass, as the first pass
+/// ([`Input::number_types`]) numbers it otherwise: the same ids.
+pub(super) struct Numbered {
+    slots: UnitSlots,
+    /// The id after the unit's last.
+    next_id: u32,
+}
+
+impl Numbered {
+    /// The next id, for the type DIE at `offset`.
+    fn type_slot(&mut self, offset: UnitOffset, at: At) -> Result<u32> {
+        let id = self.next_id;
+        // Extra records' ids start at EXTRA_BASE until the last DIE's id is known.
+        if id >= EXTRA_BASE {
+            return Err(crate::dwarf::too_many_records());
+        }
+        fallible::push(&mut self.slots.slots, (slot_offset(offset, at)?, id))?;
+        self.next_id = id + 1;
+        Ok(id)
+    }
+
+    /// The DIE at `offset` stands for `target`.
+    fn alias(&mut self, offset: UnitOffset, target: Target, at: At) -> Result<()> {
+        let offset = slot_offset(offset, at)?;
+        fallible::push(&mut self.slots.aliases, (offset, target))?;
+        fallible::push(&mut self.slots.slots, (offset, ALIAS))
+    }
+}
+
+/// What a DIE tree with more ends of sibling lists than parents is.
+pub(super) const DEPTH_BELOW_ZERO: &str = "DIE tree depth below 0";
+
+/// Abbreviation codes up to this are remembered by [`is_signed`] (gcc numbers a unit's from
+/// 1, a few hundred at most).
+const MAX_REMEMBERED_CODE: u64 = 1 << 16;
+
+/// Whether DIEs of `abbrev` have a `DW_AT_signature` (they stand for a type unit's type):
+/// looked at once per abbreviation of the unit, `codes` remembering, where each DIE of a
+/// kernel's millions would have gone through its attribute list.
+fn is_signed(codes: &mut Vec<u8>, abbrev: &gimli::Abbreviation) -> Result<bool> {
+    let signed = || {
+        abbrev
+            .attributes()
+            .iter()
+            .any(|s| s.name() == dw::DW_AT_signature)
+    };
+    if abbrev.code() >= MAX_REMEMBERED_CODE {
+        return Ok(signed());
+    }
+    let code = abbrev.code() as usize;
+    if code >= codes.len() {
+        codes.try_reserve(code + 1 - codes.len())?;
+        codes.resize(code + 1, 0);
+    }
+    if codes[code] == 0 {
+        codes[code] = 1 + u8::from(signed());
+    }
+    Ok(codes[code] == 2)
+}
+
+/// A DIE's offset in its unit, as slots hold it.
+pub(super) fn slot_offset(offset: UnitOffset, at: At) -> Result<u32> {
+    u32::try_from(offset.0).map_err(|_| at.err("a DIE offset past 4 GiB in its unit"))
 }
 
 /// The walker's one unit walked ahead, handed to the converter, and the converted unit's
@@ -334,8 +404,10 @@ impl<'a> Input<'a> {
             return result;
         }
         let mut spare = Nodes::default();
+        let mut next_id = 1;
         for index in 0..self.units.len() {
-            let walked = self.walk_unit(index, spare)?;
+            let walked = self.walk_unit(index, spare, next_id)?;
+            next_id = walked.numbered.as_ref().map_or(next_id, |n| n.next_id);
             spare = self.convert_walked(out, walked)?;
         }
         Ok(())
@@ -357,9 +429,17 @@ impl<'a> Input<'a> {
                         // Tells the converter the walks are over, also if one panicked.
                         let _over = handoff.stop_on_drop(|slot| slot.over = true);
                         budget.run(|| {
+                            let mut next_id = 1;
                             for index in 0..self.units.len() {
                                 let spare = handoff.lock().spare.take().unwrap_or_default();
-                                let walked = self.walk_unit(index, spare);
+                                let walked = self.walk_unit(index, spare, next_id);
+                                if let Ok(Walked {
+                                    numbered: Some(numbered),
+                                    ..
+                                }) = &walked
+                                {
+                                    next_id = numbered.next_id;
+                                }
                                 let failed = walked.as_ref().map_or(true, |w| w.error.is_some());
                                 if !handoff.put(walked) || failed {
                                     break;
@@ -395,8 +475,8 @@ impl<'a> Input<'a> {
     }
 
     /// Walk unit `index`: its kept DIEs, in `nodes` (a converted unit's, emptied: their
-    /// memory reused).
-    fn walk_unit(&self, index: usize, mut nodes: Nodes<'a>) -> Result<Walked<'a>> {
+    /// memory reused); converting in one pass, its type DIEs numbered from `first_id`.
+    fn walk_unit(&self, index: usize, mut nodes: Nodes<'a>, first_id: u32) -> Result<Walked<'a>> {
         let unit = self.load(index)?;
         nodes.clear();
         let mut walked = Walked {
@@ -405,11 +485,18 @@ impl<'a> Input<'a> {
             nodes,
             complete: 0,
             error: None,
+            numbered: self.one_pass.then(|| Numbered {
+                slots: UnitSlots::default(),
+                next_id: first_id,
+            }),
         };
         if let Err(error) = self.walk(&mut walked) {
             walked.error = Some(error);
         } else {
             walked.complete = walked.nodes.list.len();
+        }
+        if let Some(numbered) = &mut walked.numbered {
+            numbered.slots.index()?;
         }
         Ok(walked)
     }
@@ -423,6 +510,7 @@ impl<'a> Input<'a> {
             nodes,
             complete,
             error,
+            numbered,
         } = walked;
         let data = &self.units[index];
         let at = At {
@@ -430,6 +518,18 @@ impl<'a> Input<'a> {
             unit: data.start,
             die: u64::MAX,
         };
+        if let Some(numbered) = numbered {
+            out.types.fill(numbered.next_id)?;
+            out.next_id = numbered.next_id;
+            // Copied to their size: what every unit keeps to the end is allocated here, not
+            // between the walk's own short-lived allocations.
+            let slots = UnitSlots {
+                slots: fallible::to_vec(&numbered.slots.slots)?,
+                aliases: fallible::to_vec(&numbered.slots.aliases)?,
+                buckets: fallible::to_vec(&numbered.slots.buckets)?,
+            };
+            fallible::push(&mut out.numbered, slots)?;
+        }
         out.current = Some((index, unit));
         let converted = self.run(out, index, &nodes, complete, at);
         // Its abbreviations, dropped before the next unit's are parsed.
@@ -456,14 +556,24 @@ impl<'a> Input<'a> {
             die: u64::MAX,
         };
         let nodes = &mut walked.nodes;
+        let mut numbering = walked.numbered.as_mut();
         // Kept DIEs with children the walk is inside of, innermost last: (index, depth).
         let mut open: Vec<(usize, isize)> = Vec::new();
         let mut slot = 0usize;
+        // An alias's attributes, read to find its target (it is not kept).
+        let mut scratch = Vec::new();
+        // Converting in one pass: whether each abbreviation (by code) has a
+        // `DW_AT_signature`, found at its first DIE (0: not yet; 1: no; 2: yes).
+        let mut signed_codes: Vec<u8> = Vec::new();
         let mut raw = walked
             .unit
             .entries_raw(None)
             .map_err(|e| at.err(gimli_reason(e)))?;
         while let Some((depth, offset, abbrev)) = next_die(&mut raw, &mut at, data.start)? {
+            // As the first pass checks it (converting in one pass, no other pass has).
+            if depth < 0 {
+                return Err(at.err(DEPTH_BELOW_ZERO));
+            }
             while let Some(&(open_index, open_depth)) = open.last() {
                 if open_depth < depth {
                     break;
@@ -476,22 +586,48 @@ impl<'a> Input<'a> {
                 walked.complete = nodes.list.len();
             }
             let tag = abbrev.tag();
+            let parent = match open.last() {
+                Some(&(i, d)) if d == depth - 1 => i,
+                _ => NO_PARENT,
+            };
             let mut job = Job::None;
-            if let Some(&(o, s)) = data.slots.get(slot)
-                && u32::try_from(offset.0) == Ok(o)
-            {
-                slot += 1;
-                if s != ALIAS {
-                    job = Job::Type(s);
+            // Converting in one pass: an annotation of a pointer, a type if it is a type tag.
+            let mut maybe_type_tag = false;
+            match numbering.as_deref_mut() {
+                None => {
+                    let numbered = &data.numbered.slots;
+                    if let Some(&(o, s)) = numbered.get(slot)
+                        && u32::try_from(offset.0) == Ok(o)
+                    {
+                        slot += 1;
+                        if s != ALIAS {
+                            job = Job::Type(s);
+                        }
+                    }
+                }
+                // As the first pass's scan numbers the unit (`scan_into`).
+                Some(numbered) => {
+                    let specs = abbrev.attributes();
+                    if tag == dw::DW_TAG_atomic_type || is_signed(&mut signed_codes, abbrev)? {
+                        scratch.clear();
+                        scratch.try_reserve(WANTED)?;
+                        let present = Attrs::read(&mut raw, specs, &mut scratch)
+                            .map_err(|e| at.err(gimli_reason(e)))?;
+                        let attrs = Attrs::new(present, &scratch);
+                        let value = attrs.get(A::Signature).or_else(|| attrs.get(A::Type));
+                        numbered.alias(offset, self.target_value(index, value, at)?, at)?;
+                        continue;
+                    }
+                    if is_type_tag(tag) {
+                        job = Job::Type(numbered.type_slot(offset, at)?);
+                    }
+                    maybe_type_tag = tag == DW_TAG_LLVM_ANNOTATION
+                        && nodes.list.get(parent).map(|p| p.tag) == Some(dw::DW_TAG_pointer_type);
                 }
             }
             if job == Job::None && tag == dw::DW_TAG_subprogram {
                 job = Job::Function;
             }
-            let parent = match open.last() {
-                Some(&(i, d)) if d == depth - 1 => i,
-                _ => NO_PARENT,
-            };
             if job == Job::None && (parent == NO_PARENT || !is_read_below(tag)) {
                 raw.skip_attributes(abbrev.attributes())
                     .map_err(|e| at.err(gimli_reason(e)))?;
@@ -502,6 +638,19 @@ impl<'a> Input<'a> {
             nodes.values.try_reserve(WANTED)?;
             let present = Attrs::read(&mut raw, abbrev.attributes(), &mut nodes.values)
                 .map_err(|e| at.err(gimli_reason(e)))?;
+            if maybe_type_tag
+                && let Some(numbered) = numbering.as_deref_mut()
+                && let Some(name) =
+                    Attrs::new(present, &nodes.values[first as usize..]).get(A::Name)
+                && self
+                    .dwarf
+                    .attr_string(&walked.unit, name)
+                    .map_err(|e| at.err(gimli_reason(e)))?
+                    .slice()
+                    == b"btf_type_tag"
+            {
+                job = Job::Type(numbered.type_slot(offset, at)?);
+            }
             let kept = nodes.list.len();
             fallible::push(
                 &mut nodes.list,

@@ -7,6 +7,9 @@
 #                                                        tags.c with clang only)
 #                              -> CC-dwarf4-types.so    (-gdwarf-4 -fdebug-types-section)
 #   atomic.c                   -> atomic-CC-dwarf5.so
+#   unit_a.c unit_b.c          -> gcc-dwarf5-lto.so     (-flto: the link-time unit refers
+#                                                        into the units compiled first with
+#                                                        DW_FORM_ref_addr; no pahole BTF)
 #   unit_a.c                   -> CC-dwarf5-rel.ko      (-c: a relocatable object, its debug
 #                                                        sections relocated by .rela.debug_*,
 #                                                        as a kernel module's .ko is; named
@@ -80,6 +83,7 @@ done
 so "$GCC" gcc-dwarf4-types.so -gdwarf-4 -fdebug-types-section -- unit_a.c unit_b.c
 so "$CLANG" clang-19-dwarf4-types.so -gdwarf-4 -fdebug-types-section -- unit_a.c unit_b.c
 so "$GCC" atomic-gcc-dwarf5.so -gdwarf-5 -- atomic.c
+so "$GCC" gcc-dwarf5-lto.so -gdwarf-5 -flto -- unit_a.c unit_b.c
 for cc in "$GCC" "$CLANG"; do
 	name=$(basename "$cc" | sed 's/^gcc.*/gcc/')
 	"$cc" -g -gdwarf-5 -fPIC -O0 -fdebug-prefix-map="$here"=. -Wall -c unit_a.c -o "$name-dwarf5-rel.ko"
@@ -115,7 +119,7 @@ done
 
 for f in *.so; do
 	case $f in
-	*-zlib.so | *-zstd.so | *-zlib-gnu.so | gcc-dwarf4-types.so | *-dwz.so | *-dwzm.so) ;;
+	*-zlib.so | *-zstd.so | *-zlib-gnu.so | gcc-dwarf4-types.so | *-dwz.so | *-dwzm.so | *-lto.so) ;;
 	*) pahole_btf "$f" ;;
 	esac
 done
