@@ -681,7 +681,9 @@ fn references_into_other_units_convert_the_same_in_one_pass() {
 /// link-time optimization refer across units only for what they inlined): unit 0's struct,
 /// pointer and `_Atomic` refer to unit 1's `int` and struct with `DW_FORM_ref_addr`, one
 /// through an `_Atomic` of unit 1. Converted in one pass, they wait for unit 1 to be
-/// numbered; the output is the first pass's, and the types are those the C would have.
+/// numbered; the output is the first pass's, and the types are those the C would have. A
+/// member with a `DW_AT_signature` (numbered as an alias) stays its struct's member (the
+/// fuzzer found the one pass dropping it).
 #[test]
 fn references_into_a_later_unit_convert_the_same_in_one_pass() {
     use gimli::constants as dw;
@@ -750,6 +752,17 @@ fn references_into_a_later_unit_convert_the_same_in_one_pass() {
             dw::DW_AT_type,
             V::DebugInfoRef(Reference::Entry(second, int)),
         );
+        // A member that is also an alias (a signature, of a form that names a DIE of its
+        // unit): numbered as an alias, and still read as its struct's member.
+        let odd = unit.add(root, dw::DW_TAG_structure_type);
+        let e = unit.get_mut(odd);
+        e.set(dw::DW_AT_name, name("odd"));
+        e.set(dw::DW_AT_byte_size, V::Data1(8));
+        let c = unit.add(odd, dw::DW_TAG_member);
+        let e = unit.get_mut(c);
+        e.set(dw::DW_AT_name, name("c"));
+        e.set(dw::DW_AT_signature, V::UnitRef(ptr));
+        e.set(dw::DW_AT_data_member_location, V::Data1(0));
     }
     let mut sections = write::Sections::new(EndianVec::new(gimli::LittleEndian));
     dwarf.write(&mut sections).unwrap();
@@ -777,6 +790,7 @@ fn references_into_a_later_unit_convert_the_same_in_one_pass() {
         "STRUCT 'early' size=16 kflag=false {a: INT int @0; b: INT int @32; p: (PTR '' STRUCT later{x}) @64}",
         "STRUCT 'later' size=4 kflag=false {x: INT int @0}",
         "TYPEDEF 'i_t' INT int",
+        "STRUCT 'odd' size=8 kflag=false {c: void @0}",
     ] {
         assert!(lines.contains_key(expected), "missing {expected}:\n{text}");
     }

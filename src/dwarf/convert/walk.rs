@@ -247,6 +247,8 @@ pub(super) struct Walked<'a> {
 /// A unit numbered by its walk, converting in one pass, as the first pass
 /// ([`Input::number_types`]) numbers it otherwise: the same ids.
 pub(super) struct Numbered {
+    /// The unit's index.
+    unit: usize,
     slots: UnitSlots,
     /// The id after the unit's last.
     next_id: u32,
@@ -486,6 +488,7 @@ impl<'a> Input<'a> {
             complete: 0,
             error: None,
             numbered: self.one_pass.then(|| Numbered {
+                unit: index,
                 slots: UnitSlots::default(),
                 next_id: first_id,
             }),
@@ -593,6 +596,9 @@ impl<'a> Input<'a> {
             let mut job = Job::None;
             // Converting in one pass: an annotation of a pointer, a type if it is a type tag.
             let mut maybe_type_tag = false;
+            // Converting in one pass: an `_Atomic` or a type unit's skeleton, numbered as an
+            // alias once its attributes are read.
+            let mut alias = false;
             match numbering.as_deref_mut() {
                 None => {
                     let numbered = &data.numbered.slots;
@@ -607,49 +613,52 @@ impl<'a> Input<'a> {
                 }
                 // As the first pass's scan numbers the unit (`scan_into`).
                 Some(numbered) => {
-                    let specs = abbrev.attributes();
-                    if tag == dw::DW_TAG_atomic_type || is_signed(&mut signed_codes, abbrev)? {
-                        scratch.clear();
-                        scratch.try_reserve(WANTED)?;
-                        let present = Attrs::read(&mut raw, specs, &mut scratch)
-                            .map_err(|e| at.err(gimli_reason(e)))?;
-                        let attrs = Attrs::new(present, &scratch);
-                        let value = attrs.get(A::Signature).or_else(|| attrs.get(A::Type));
-                        numbered.alias(offset, self.target_value(index, value, at)?, at)?;
-                        continue;
-                    }
-                    if is_type_tag(tag) {
+                    alias = tag == dw::DW_TAG_atomic_type || is_signed(&mut signed_codes, abbrev)?;
+                    if !alias && is_type_tag(tag) {
                         job = Job::Type(numbered.type_slot(offset, at)?);
                     }
-                    maybe_type_tag = tag == DW_TAG_LLVM_ANNOTATION
+                    maybe_type_tag = !alias
+                        && tag == DW_TAG_LLVM_ANNOTATION
                         && nodes.list.get(parent).map(|p| p.tag) == Some(dw::DW_TAG_pointer_type);
                 }
             }
             if job == Job::None && tag == dw::DW_TAG_subprogram {
                 job = Job::Function;
             }
+            let specs = abbrev.attributes();
             if job == Job::None && (parent == NO_PARENT || !is_read_below(tag)) {
-                raw.skip_attributes(abbrev.attributes())
-                    .map_err(|e| at.err(gimli_reason(e)))?;
+                if let (true, Some(numbered)) = (alias, numbering.as_deref_mut()) {
+                    scratch.clear();
+                    scratch.try_reserve(WANTED)?;
+                    let present = Attrs::read(&mut raw, specs, &mut scratch)
+                        .map_err(|e| at.err(gimli_reason(e)))?;
+                    self.number_alias(numbered, Attrs::new(present, &scratch), offset, at)?;
+                } else {
+                    raw.skip_attributes(specs)
+                        .map_err(|e| at.err(gimli_reason(e)))?;
+                }
                 continue;
             }
             let first = u32::try_from(nodes.values.len())
                 .map_err(|_| at.err("too many attributes in one unit"))?;
             nodes.values.try_reserve(WANTED)?;
-            let present = Attrs::read(&mut raw, abbrev.attributes(), &mut nodes.values)
+            let present = Attrs::read(&mut raw, specs, &mut nodes.values)
                 .map_err(|e| at.err(gimli_reason(e)))?;
-            if maybe_type_tag
-                && let Some(numbered) = numbering.as_deref_mut()
-                && let Some(name) =
-                    Attrs::new(present, &nodes.values[first as usize..]).get(A::Name)
-                && self
-                    .dwarf
-                    .attr_string(&walked.unit, name)
-                    .map_err(|e| at.err(gimli_reason(e)))?
-                    .slice()
-                    == b"btf_type_tag"
-            {
-                job = Job::Type(numbered.type_slot(offset, at)?);
+            if let Some(numbered) = numbering.as_deref_mut() {
+                let attrs = Attrs::new(present, &nodes.values[first as usize..]);
+                if alias {
+                    self.number_alias(numbered, attrs, offset, at)?;
+                } else if maybe_type_tag
+                    && let Some(name) = attrs.get(A::Name)
+                    && self
+                        .dwarf
+                        .attr_string(&walked.unit, name)
+                        .map_err(|e| at.err(gimli_reason(e)))?
+                        .slice()
+                        == b"btf_type_tag"
+                {
+                    job = Job::Type(numbered.type_slot(offset, at)?);
+                }
             }
             let kept = nodes.list.len();
             fallible::push(
@@ -672,6 +681,20 @@ impl<'a> Input<'a> {
             nodes.list[open_index].end = nodes.list.len();
         }
         Ok(())
+    }
+
+    /// Number the DIE at `offset`, with `attrs`, as an alias for what its signature (a type
+    /// unit's skeleton) or its type (an `_Atomic`) names, converting in one pass.
+    fn number_alias(
+        &self,
+        numbered: &mut Numbered,
+        attrs: Attrs<'_, 'a>,
+        offset: UnitOffset,
+        at: At,
+    ) -> Result<()> {
+        let value = attrs.get(A::Signature).or_else(|| attrs.get(A::Type));
+        let index = numbered.unit;
+        numbered.alias(offset, self.target_value(index, value, at)?, at)
     }
 
     /// Convert the first `count` kept DIEs of `nodes` (of unit `unit`), in order.
