@@ -3,18 +3,24 @@
 //! one [`Types`] per input, its ids in the units' DFS order, which [`super::dedup`] then
 //! deduplicates.
 //!
-//! Two passes over each unit. The first gives every type DIE its id (ids must be known
-//! before a DIE can refer to one further down, in another unit or a type unit); the second
-//! writes each DIE's record into its slot. Records made of no DIE of their own (a function's
-//! `FUNC_PROTO` and `FUNC`, `DECL_TAG`s, the array index `int`) follow all DIEs' ids.
+//! Every type DIE gets its id in DFS order over the units; records made of no DIE of their
+//! own (a function's `FUNC_PROTO` and `FUNC`, `DECL_TAG`s, the array index `int`) follow all
+//! DIEs' ids. Most inputs (no type units, no supplementary file: a distribution's vmlinux
+//! and modules) are read in one pass: the walk that converts a unit numbers its DIEs too, a
+//! reference into a unit not walked yet (`DW_FORM_ref_addr`) and the extra records get
+//! provisional ids, and those are settled once the last unit is numbered
+//! ([`Input::settle_ids`]). The others, whose references may reach into type units or a
+//! supplementary file's units found on the way, are numbered by a first pass over every unit
+//! before the second converts them ([`super::Options::one_pass`] asks for that always; the
+//! output is the same).
 //!
 //! Both passes use two threads when asked ([`super::Options::threads`]): the first scans the
-//! two halves of the units at once and numbers their DIEs in unit order after; in the second,
-//! one thread walks the next unit while the other writes the records of the one before. The
-//! ids, records, names and errors are those of one thread, in the same order.
+//! two halves of the units at once and numbers their DIEs in unit order after; in the second
+//! (or only) one, one thread walks the next unit while the other writes the records of the
+//! one before. The ids, records, names and errors are those of one thread, in the same order.
 //!
 //! This file holds the input (units, references, attributes); `scan` is the first pass,
-//! `walk` the second's walk, and `records` writes each DIE's record.
+//! `walk` the converting pass's walk, and `records` writes each DIE's record.
 
 mod records;
 mod scan;

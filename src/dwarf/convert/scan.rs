@@ -1,6 +1,8 @@
-//! The first pass: every type DIE of every unit numbered (ids must be known before a DIE can
-//! refer to one further down, in another unit or a type unit), `_Atomic`s and type-unit
-//! skeletons recorded as aliases, and the supplementary units the input refers to found.
+//! The first pass, for inputs with type units or a supplementary file (the others are
+//! numbered by the converting walk, `walk`): every type DIE of every unit numbered (ids must
+//! be known before a DIE can refer to one further down, in another unit or a type unit),
+//! `_Atomic`s and type-unit skeletons recorded as aliases, and the supplementary units the
+//! input refers to found.
 //! With two threads the halves of the units are scanned at once and numbered in unit order
 //! after: the same ids, and the same first error, as one thread.
 

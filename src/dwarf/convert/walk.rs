@@ -1,10 +1,11 @@
-//! The second pass's walk: one read of each unit's DIEs with gimli's raw entries, each
-//! DIE's attributes parsed once into [`Attrs`] (the ones the records read), and only the
-//! DIEs a record is made of kept: the DIEs that become records ([`Job`]) and their
-//! children, grandchildren and so on of the tags records read (members, enumerators,
-//! subranges, parameters, annotations). A unit's kept DIEs are converted once it is walked,
-//! in DFS order (the order the records, extra records and names are written in), so that one
-//! thread can walk the next unit meanwhile.
+//! The converting pass's walk (the second pass, or the only one, which then numbers each
+//! unit's type DIEs as the first pass would: [`Numbered`]): one read of each unit's DIEs with
+//! gimli's raw entries, each DIE's attributes parsed once into [`Attrs`] (the ones the
+//! records read), and only the DIEs a record is made of kept: the DIEs that become records
+//! ([`Job`]) and their children, grandchildren and so on of the tags records read (members,
+//! enumerators, subranges, parameters, annotations). A unit's kept DIEs are converted once it
+//! is walked, in DFS order (the order the records, extra records and names are written in),
+//! so that one thread can walk the next unit meanwhile.
 
 use super::{
     ALIAS, At, DW_TAG_LLVM_ANNOTATION, EXTRA_BASE, Input, Output, Target, UnitSlots, gimli_reason,
@@ -245,25 +246,27 @@ pub(super) struct Walked<'a> {
 }
 
 /// A unit numbered by its walk, converting in one pass, as the first pass
-/// ([`Input::number_types`]) numbers it otherwise: the same ids.
+/// ([`Input::number_types`]) numbers it otherwise: from 0, the ids of the units before it
+/// added when it is converted ([`Input::convert_walked`]), so that any thread may walk any
+/// unit ahead.
 pub(super) struct Numbered {
     /// The unit's index.
     unit: usize,
     slots: UnitSlots,
-    /// The id after the unit's last.
-    next_id: u32,
+    /// Type DIEs numbered.
+    count: u32,
 }
 
 impl Numbered {
     /// The next id, for the type DIE at `offset`.
     fn type_slot(&mut self, offset: UnitOffset, at: At) -> Result<u32> {
-        let id = self.next_id;
+        let id = self.count;
         // Extra records' ids start at EXTRA_BASE until the last DIE's id is known.
         if id >= EXTRA_BASE {
             return Err(crate::dwarf::too_many_records());
         }
         fallible::push(&mut self.slots.slots, (slot_offset(offset, at)?, id))?;
-        self.next_id = id + 1;
+        self.count = id + 1;
         Ok(id)
     }
 
@@ -311,79 +314,155 @@ pub(super) fn slot_offset(offset: UnitOffset, at: At) -> Result<u32> {
     u32::try_from(offset.0).map_err(|_| at.err("a DIE offset past 4 GiB in its unit"))
 }
 
-/// The walker's one unit walked ahead, handed to the converter, and the converted unit's
-/// nodes handed back to be reused: std's mutex and condition variable, which allocate nothing
-/// and keep nothing per thread.
+/// Units walked ahead of their conversion, at most.
 #[cfg(feature = "std")]
-#[derive(Default)]
-struct Handoff<'a> {
-    slot: std::sync::Mutex<Slot<'a>>,
+const LOOKAHEAD: usize = 4;
+
+/// The units walked ahead (by either thread) for the converter, which takes them in order,
+/// and the converted units' nodes handed back to be reused: std's mutex and condition
+/// variable, which allocate nothing and keep nothing per thread.
+#[cfg(feature = "std")]
+struct Queue<'a> {
+    state: std::sync::Mutex<Walks<'a>>,
     changed: std::sync::Condvar,
+    /// Units in all.
+    units: usize,
 }
 
 #[cfg(feature = "std")]
-#[derive(Default)]
-struct Slot<'a> {
-    walked: Option<Result<Walked<'a>>>,
-    spare: Option<Nodes<'a>>,
-    /// The walker has stopped: nothing more comes.
-    over: bool,
-    /// The converter has stopped: nothing more is taken.
+struct Walks<'a> {
+    /// Units walked, not converted yet, each at its index modulo [`LOOKAHEAD`].
+    walked: [Option<Result<Walked<'a>>>; LOOKAHEAD],
+    /// The next unit to walk, and the next to convert.
+    next_walk: usize,
+    next_convert: usize,
+    spare: [Option<Nodes<'a>>; LOOKAHEAD],
+    /// The conversion has stopped (done, failed, or panicked): nothing more is walked.
     closed: bool,
+    /// The helper thread has stopped (if it panicked, a unit it took is never walked).
+    helper_gone: bool,
+}
+
+/// What the converting thread does next.
+// Returned once per unit and matched at once, never stored: boxing the large variant would
+// add an allocation per unit, and one that cannot fail gracefully.
+#[cfg(feature = "std")]
+#[allow(clippy::large_enum_variant)]
+enum Step<'a> {
+    Convert(Result<Walked<'a>>),
+    Walk(usize, Nodes<'a>),
+    Stop,
 }
 
 #[cfg(feature = "std")]
-impl<'a> Handoff<'a> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Slot<'a>> {
-        // Poisoned only by a panic in a section that leaves the slot consistent.
-        self.slot
+impl<'a> Queue<'a> {
+    fn new(units: usize) -> Queue<'a> {
+        Queue {
+            state: std::sync::Mutex::new(Walks {
+                walked: [const { None }; LOOKAHEAD],
+                next_walk: 0,
+                next_convert: 0,
+                spare: [const { None }; LOOKAHEAD],
+                closed: false,
+                helper_gone: false,
+            }),
+            changed: std::sync::Condvar::new(),
+            units,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Walks<'a>> {
+        // Poisoned only by a panic in a section that leaves the state consistent.
+        self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn wait<'g>(
         &self,
-        guard: std::sync::MutexGuard<'g, Slot<'a>>,
-    ) -> std::sync::MutexGuard<'g, Slot<'a>> {
+        guard: std::sync::MutexGuard<'g, Walks<'a>>,
+    ) -> std::sync::MutexGuard<'g, Walks<'a>> {
         self.changed
             .wait(guard)
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Hand `walked` over once the previous one was taken; `false` if the converter has
-    /// stopped.
-    fn put(&self, walked: Result<Walked<'a>>) -> bool {
-        let mut slot = self.lock();
-        while slot.walked.is_some() && !slot.closed {
-            slot = self.wait(slot);
+    /// The next unit to walk, with nodes to walk it into, if one is due: not past
+    /// [`LOOKAHEAD`] units ahead of the conversion.
+    fn claim(&self, walks: &mut Walks<'a>) -> Option<(usize, Nodes<'a>)> {
+        if walks.closed
+            || walks.next_walk >= self.units
+            || walks.next_walk - walks.next_convert >= LOOKAHEAD
+        {
+            return None;
         }
-        if slot.closed {
-            return false;
-        }
-        slot.walked = Some(walked);
-        self.changed.notify_all();
-        true
+        let index = walks.next_walk;
+        walks.next_walk += 1;
+        let nodes = walks
+            .spare
+            .iter_mut()
+            .find_map(Option::take)
+            .unwrap_or_default();
+        Some((index, nodes))
     }
 
-    /// The next unit walked; `None` once the walker has stopped and nothing is left.
-    fn take(&self) -> Option<Result<Walked<'a>>> {
-        let mut slot = self.lock();
+    /// Unit `index`, walked.
+    fn put(&self, index: usize, walked: Result<Walked<'a>>) {
+        self.lock().walked[index % LOOKAHEAD] = Some(walked);
+        self.changed.notify_all();
+    }
+
+    /// The converting thread's next step: the next unit in order once it is walked, else a
+    /// unit to walk meanwhile.
+    fn next_step(&self) -> Step<'a> {
+        let mut walks = self.lock();
         loop {
-            if let Some(walked) = slot.walked.take() {
-                self.changed.notify_all();
-                return Some(walked);
+            if walks.next_convert == self.units {
+                return Step::Stop;
             }
-            if slot.over {
+            let at = walks.next_convert % LOOKAHEAD;
+            if let Some(walked) = walks.walked[at].take() {
+                walks.next_convert += 1;
+                self.changed.notify_all();
+                return Step::Convert(walked);
+            }
+            if let Some((index, nodes)) = self.claim(&mut walks) {
+                return Step::Walk(index, nodes);
+            }
+            // Taken by the helper, which stopped before walking it: it panicked (its join
+            // tells).
+            if walks.helper_gone {
+                return Step::Stop;
+            }
+            walks = self.wait(walks);
+        }
+    }
+
+    /// The helper thread's next unit to walk; `None` once there is none.
+    fn next_walk(&self) -> Option<(usize, Nodes<'a>)> {
+        let mut walks = self.lock();
+        loop {
+            if walks.closed || walks.next_walk >= self.units {
                 return None;
             }
-            slot = self.wait(slot);
+            if let Some(claimed) = self.claim(&mut walks) {
+                return Some(claimed);
+            }
+            walks = self.wait(walks);
+        }
+    }
+
+    /// A converted unit's nodes, for a next walk.
+    fn give_back(&self, nodes: Nodes<'a>) {
+        if let Some(free) = self.lock().spare.iter_mut().find(|s| s.is_none()) {
+            *free = Some(nodes);
         }
     }
 
     /// A guard that, when dropped (also by a panic), marks one side as stopped: `mark` sets
-    /// [`Slot::over`] or [`Slot::closed`], and the other side stops waiting.
-    fn stop_on_drop(&self, mark: fn(&mut Slot<'a>)) -> impl Drop + '_ {
-        struct Stop<'h, 'a>(&'h Handoff<'a>, fn(&mut Slot<'a>));
+    /// [`Walks::closed`] or [`Walks::helper_gone`], and the other side stops waiting.
+    fn stop_on_drop(&self, mark: fn(&mut Walks<'a>)) -> impl Drop + '_ {
+        struct Stop<'q, 'a>(&'q Queue<'a>, fn(&mut Walks<'a>));
         impl Drop for Stop<'_, '_> {
             fn drop(&mut self) {
                 (self.1)(&mut self.0.lock());
@@ -395,9 +474,10 @@ impl<'a> Handoff<'a> {
 }
 
 impl<'a> Input<'a> {
-    /// The second pass over every unit, in order. With [`Input::threads`] (and `std`), a
-    /// thread of its own walks the next unit while this one writes the records of the one
-    /// before: the records and names are written in the same order either way.
+    /// The converting pass over every unit, in order. With [`Input::threads`] (and `std`), a
+    /// second thread walks units ahead while this one writes the records of each in order,
+    /// and walks one itself when the next to convert is not walked yet: the records and
+    /// names are written in the same order either way.
     pub(super) fn convert_units(&self, out: &mut Output<'a, '_>) -> Result<()> {
         #[cfg(feature = "std")]
         if self.threads
@@ -406,70 +486,60 @@ impl<'a> Input<'a> {
             return result;
         }
         let mut spare = Nodes::default();
-        let mut next_id = 1;
         for index in 0..self.units.len() {
-            let walked = self.walk_unit(index, spare, next_id)?;
-            next_id = walked.numbered.as_ref().map_or(next_id, |n| n.next_id);
+            let walked = self.walk_unit(index, spare)?;
             spare = self.convert_walked(out, walked)?;
         }
         Ok(())
     }
 
-    /// [`Input::convert_units`] with the walks on a thread of their own; `None` if that
-    /// thread cannot be started.
+    /// [`Input::convert_units`] on two threads; `None` if the second cannot be started.
     #[cfg(feature = "std")]
     fn convert_units_threaded(&self, out: &mut Output<'a, '_>) -> Option<Result<()>> {
-        let handoff = Handoff::default();
+        let queue = Queue::new(self.units.len());
         std::thread::scope(|scope| {
             let budget = crate::budget::inherit();
             // The thread is std's, allocated as it cannot fail: outside the caller's budget
             // (if any), which charges only the walks.
-            let walker = crate::budget::uncharged(|| {
+            let helper = crate::budget::uncharged(|| {
                 std::thread::Builder::new()
                     .name("btfgen-dwarf".into())
                     .spawn_scoped(scope, || {
-                        // Tells the converter the walks are over, also if one panicked.
-                        let _over = handoff.stop_on_drop(|slot| slot.over = true);
+                        // Tells the converter the helper is gone, also if a walk panicked.
+                        let _gone = queue.stop_on_drop(|walks| walks.helper_gone = true);
                         budget.run(|| {
-                            let mut next_id = 1;
-                            for index in 0..self.units.len() {
-                                let spare = handoff.lock().spare.take().unwrap_or_default();
-                                let walked = self.walk_unit(index, spare, next_id);
-                                if let Ok(Walked {
-                                    numbered: Some(numbered),
-                                    ..
-                                }) = &walked
-                                {
-                                    next_id = numbered.next_id;
-                                }
-                                let failed = walked.as_ref().map_or(true, |w| w.error.is_some());
-                                if !handoff.put(walked) || failed {
-                                    break;
-                                }
+                            while let Some((index, nodes)) = queue.next_walk() {
+                                queue.put(index, self.walk_unit(index, nodes));
                             }
                         })
                     })
             });
-            let Ok(walker) = walker else {
+            let Ok(helper) = helper else {
                 return None;
             };
-            // Tells a walker still running to stop at its next unit, also if a conversion
-            // panicked (the scope then waits for it).
-            let closed = handoff.stop_on_drop(|slot| slot.closed = true);
+            // Tells the helper to walk no more, also if a conversion panicked (the scope then
+            // waits for it).
+            let closed = queue.stop_on_drop(|walks| walks.closed = true);
             let mut result = Ok(());
-            while let Some(walked) = handoff.take() {
-                match walked.and_then(|walked| self.convert_walked(out, walked)) {
-                    Ok(nodes) => handoff.lock().spare = Some(nodes),
-                    Err(error) => {
-                        result = Err(error);
-                        break;
+            loop {
+                match queue.next_step() {
+                    Step::Stop => break,
+                    Step::Walk(index, nodes) => queue.put(index, self.walk_unit(index, nodes)),
+                    Step::Convert(walked) => {
+                        match walked.and_then(|walked| self.convert_walked(out, walked)) {
+                            Ok(nodes) => queue.give_back(nodes),
+                            Err(error) => {
+                                result = Err(error);
+                                break;
+                            }
+                        }
                     }
                 }
             }
             drop(closed);
             // Joined here rather than by the scope, which only waits for the walks to end: the
             // thread has then exited, and freed what std kept for it, when the call returns.
-            if let Err(panic) = crate::budget::uncharged(|| walker.join()) {
+            if let Err(panic) = crate::budget::uncharged(|| helper.join()) {
                 std::panic::resume_unwind(panic);
             }
             Some(result)
@@ -477,8 +547,8 @@ impl<'a> Input<'a> {
     }
 
     /// Walk unit `index`: its kept DIEs, in `nodes` (a converted unit's, emptied: their
-    /// memory reused); converting in one pass, its type DIEs numbered from `first_id`.
-    fn walk_unit(&self, index: usize, mut nodes: Nodes<'a>, first_id: u32) -> Result<Walked<'a>> {
+    /// memory reused); converting in one pass, its type DIEs numbered from 0.
+    fn walk_unit(&self, index: usize, mut nodes: Nodes<'a>) -> Result<Walked<'a>> {
         let unit = self.load(index)?;
         nodes.clear();
         let mut walked = Walked {
@@ -490,7 +560,7 @@ impl<'a> Input<'a> {
             numbered: self.one_pass.then(|| Numbered {
                 unit: index,
                 slots: UnitSlots::default(),
-                next_id: first_id,
+                count: 0,
             }),
         };
         if let Err(error) = self.walk(&mut walked) {
@@ -510,7 +580,7 @@ impl<'a> Input<'a> {
         let Walked {
             index,
             unit,
-            nodes,
+            mut nodes,
             complete,
             error,
             numbered,
@@ -522,12 +592,29 @@ impl<'a> Input<'a> {
             die: u64::MAX,
         };
         if let Some(numbered) = numbered {
-            out.types.fill(numbered.next_id)?;
-            out.next_id = numbered.next_id;
-            // Copied to their size: what every unit keeps to the end is allocated here, not
-            // between the walk's own short-lived allocations.
+            // The unit's ids follow those of the units before it.
+            let base = out.next_id;
+            let end = base
+                .checked_add(numbered.count)
+                .filter(|&end| end <= EXTRA_BASE)
+                .ok_or_else(crate::dwarf::too_many_records)?;
+            out.types.fill(end)?;
+            out.next_id = end;
+            for node in &mut nodes.list {
+                if let Job::Type(id) = &mut node.job {
+                    *id += base;
+                }
+            }
+            // Copied to their size (what every unit keeps to the end is allocated here, not
+            // between the walks' short-lived allocations), with their ids.
+            let mut slots = fallible::to_vec(&numbered.slots.slots)?;
+            for (_, id) in &mut slots {
+                if *id != ALIAS {
+                    *id += base;
+                }
+            }
             let slots = UnitSlots {
-                slots: fallible::to_vec(&numbered.slots.slots)?,
+                slots,
                 aliases: fallible::to_vec(&numbered.slots.aliases)?,
                 buckets: fallible::to_vec(&numbered.slots.buckets)?,
             };
