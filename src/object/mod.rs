@@ -71,7 +71,10 @@ impl ProgramSection<'_> {
         self.data.len() / INSN_SIZE
     }
 
-    /// Instruction slot `idx`, or `None` past the end.
+    /// Instruction slot `idx`, or `None` past the end. Inlined: called once per instruction
+    /// by the scans over every program (a call each cost 0.7% of a run's instructions when
+    /// the compiler stopped inlining it on its own).
+    #[inline]
     pub fn insn(&self, idx: usize) -> Option<Insn> {
         let start = idx.checked_mul(INSN_SIZE)?;
         let bytes = self.data.get(start..)?.first_chunk::<INSN_SIZE>()?;
