@@ -55,22 +55,32 @@ pub(super) fn relevant(insns: &[Insn]) -> Result<Vec<bool>> {
         references: &references,
     };
     let node_count = len + starts.len();
+    // The edges, listed once (decoding every instruction's successors is most of the work):
+    // at most two successors and an exit edge per instruction, and one edge per reference.
+    let mut edges: Vec<(u32, u32)> = fallible::vec_with_capacity(3 * len + references.len())?;
+    graph.edges(|from, to| {
+        // Within the capacity reserved above: nothing is allocated here.
+        if edges.len() < edges.capacity() {
+            edges.push((from, to));
+        }
+    });
     // Predecessor lists in one array, by destination (counted, then filled), for the walk.
     let mut first: Vec<u32> = fallible::vec_with_capacity(node_count + 1)?;
     first.resize(node_count + 1, 0);
-    graph.edges(|_, to| first[to as usize + 1] += 1);
+    for &(_, to) in &edges {
+        first[to as usize + 1] += 1;
+    }
     for i in 1..first.len() {
         first[i] += first[i - 1];
     }
     let mut fill = fallible::to_vec(&first)?;
-    let edges = first.last().copied().unwrap_or(0) as usize;
-    let mut preds: Vec<u32> = fallible::vec_with_capacity(edges)?;
-    preds.resize(edges, 0);
-    graph.edges(|from, to| {
+    let mut preds: Vec<u32> = fallible::vec_with_capacity(edges.len())?;
+    preds.resize(edges.len(), 0);
+    for &(from, to) in &edges {
         let slot = &mut fill[to as usize];
         preds[*slot as usize] = from;
         *slot += 1;
-    });
+    }
     let mut marked: Vec<bool> = fallible::vec_with_capacity(node_count)?;
     marked.resize(node_count, false);
     let mut work: Vec<u32> = Vec::new();
