@@ -555,8 +555,9 @@ impl<'a> Input<'a> {
 
     /// Unit `index` with its abbreviations, parsed. gimli allocates them (and its line
     /// program's header) as allocations that cannot fail: counted by the caller's budget, if
-    /// any, but not refused, so a budget may pass its limit by one unit's share (two with
-    /// threads) before its next allocation is refused.
+    /// any, but not refused, so a budget may pass its limit by one unit's share (with
+    /// threads, that of each unit walked and not yet converted: a few) before its next
+    /// allocation is refused.
     fn load(&self, index: usize) -> Result<gimli::Unit<Reader<'a>>> {
         let dwarf = self.dwarf_of(index)?;
         let mut unit = crate::budget::count_only(|| dwarf.unit(self.units[index].header))
