@@ -8,6 +8,7 @@
 
 use crate::btf::Kind;
 use crate::error::{Error, Result};
+use alloc::vec::Vec;
 use hashbrown::HashTable;
 
 /// How deep the equivalence and reference walks recurse before giving up (libbpf has no
@@ -211,5 +212,303 @@ pub(crate) trait DedupRecords {
             }
         }
         Ok(true)
+    }
+}
+
+/// The struct phase's hypothetical map: libbpf's `hypot_map`, `hypot_list` and
+/// `hypot_adjust_canon`.
+#[derive(Debug, Default)]
+pub(crate) struct Hypot {
+    /// Canonical id → the candidate id assumed equivalent to it, or [`UNPROCESSED`].
+    map: Vec<u32>,
+    /// The canonical ids set in `map`, to clear them.
+    list: Vec<u32>,
+    /// The equivalence went through a base FWD that a module struct would resolve, so the
+    /// candidate is not taken.
+    adjust_canon: bool,
+}
+
+impl Hypot {
+    /// An empty map over `len` ids.
+    pub(crate) fn new(len: usize) -> Result<Hypot> {
+        let mut map = crate::fallible::vec_with_capacity(len)?;
+        map.resize(len, UNPROCESSED);
+        Ok(Hypot {
+            map,
+            list: Vec::new(),
+            adjust_canon: false,
+        })
+    }
+
+    fn clear(&mut self) {
+        for &id in &self.list {
+            self.map[id as usize] = UNPROCESSED;
+        }
+        self.list.clear();
+        self.adjust_canon = false;
+    }
+}
+
+/// libbpf's dedup phases for primitive types and structs, over a deduplication's records,
+/// canonical map and candidate table: the DWARF converter's (one BTF) and a module's split
+/// over its kernel's (whose base types are canonical already and never change).
+pub(crate) trait DedupPhases: DedupRecords + Sized {
+    /// Each type's canonical type (a chain [`resolve`] follows), or a marker.
+    fn map(&self) -> &[u32];
+    fn map_mut(&mut self) -> &mut [u32];
+    fn hypot(&mut self) -> &mut Hypot;
+    /// Ids below this are a base's (0 without one).
+    fn base_len(&self) -> u32;
+    /// The newest candidate with hash `h`, or [`UNPROCESSED`].
+    fn first_candidate(&self, h: u64) -> u32;
+    /// The candidate after `id` with hash `h`, or [`UNPROCESSED`].
+    fn next_candidate(&self, id: u32, h: u64) -> u32;
+    /// Add canonical type `id` with hash `h` to the candidates.
+    fn add_candidate(&mut self, h: u64, id: u32) -> Result<()>;
+
+    /// The first candidate with hash `h` for which `equal` holds.
+    fn find_candidate(&self, h: u64, equal: impl Fn(&Self, u32) -> bool) -> Option<u32> {
+        let mut c = self.first_candidate(h);
+        while c != UNPROCESSED {
+            if equal(self, c) {
+                return Some(c);
+            }
+            c = self.next_candidate(c, h);
+        }
+        None
+    }
+
+    /// libbpf's `btf_dedup_prim_type`: INT, ENUM, FWD and FLOAT `id` to an equal canonical
+    /// type, or canonical itself.
+    fn prim_type(&mut self, id: u32) -> Result<()> {
+        let mut new_id = id;
+        let h = match self.kind(id) {
+            Some(Kind::Int) => {
+                let h = self.hash_all(id);
+                if let Some(c) = self.find_candidate(h, |d, c| d.equal_all(id, c)) {
+                    new_id = c;
+                }
+                h
+            }
+            Some(Kind::Enum | Kind::Enum64) => {
+                let h = combine(0, self.header(id).name);
+                let mut resolve_canon = Vec::new();
+                let mut c = self.first_candidate(h);
+                while c != UNPROCESSED {
+                    if self.equal_all(id, c) {
+                        new_id = c;
+                        break;
+                    }
+                    if self.compat_enum(id, c) {
+                        if self.is_enum_fwd(id) {
+                            new_id = c;
+                            break;
+                        }
+                        // A canonical enum forward resolves to this full enum.
+                        crate::fallible::push(&mut resolve_canon, c)?;
+                    }
+                    c = self.next_candidate(c, h);
+                }
+                for c in resolve_canon {
+                    self.map_mut()[c as usize] = id;
+                }
+                h
+            }
+            Some(Kind::Fwd | Kind::Float) => {
+                let h = self.hash_common(id);
+                if let Some(c) = self.find_candidate(h, |d, c| d.equal_common(id, c)) {
+                    new_id = c;
+                }
+                h
+            }
+            _ => return Ok(()),
+        };
+        self.map_mut()[id as usize] = new_id;
+        if new_id == id {
+            self.add_candidate(h, id)?;
+        }
+        Ok(())
+    }
+
+    /// libbpf's `btf_dedup_is_equiv`: whether the type graph at `cand` is equivalent to the
+    /// one at canonical `canon`, recording the pairs assumed on the way.
+    fn is_equiv(&mut self, cand: u32, canon: u32, depth: usize) -> Result<bool> {
+        if depth > MAX_DEPTH {
+            return Err(self.too_deep());
+        }
+        if resolve(self.map(), cand) == resolve(self.map(), canon) {
+            return Ok(true);
+        }
+        let canon = self.resolve_fwd(self.map(), canon);
+        let hypot = self.hypot().map[canon as usize];
+        if hypot != UNPROCESSED {
+            return Ok(hypot == cand
+                || self.identical_arrays(hypot, cand)
+                || self.identical_structs(hypot, cand, depth + 1)?);
+        }
+        let assumed = self.hypot();
+        assumed.map[canon as usize] = cand;
+        crate::fallible::push(&mut assumed.list, canon)?;
+        let (c, k) = (self.header(cand), self.header(canon));
+        if c.name != k.name {
+            return Ok(false);
+        }
+        let fwd = Some(Kind::Fwd);
+        if (c.kind == fwd || k.kind == fwd) && c.kind != k.kind {
+            // A FWD's kind_flag (the info word's top bit) says union.
+            let fwd_kind = |h: &Header| {
+                if h.info >> 31 != 0 {
+                    Kind::Union
+                } else {
+                    Kind::Struct
+                }
+            };
+            let (real, fwd_kind) = if c.kind == fwd {
+                (k.kind, fwd_kind(&c))
+            } else {
+                let fwd_kind = fwd_kind(&k);
+                // A base FWD the module's struct would resolve: not an equivalence.
+                if c.kind == Some(fwd_kind) && canon < self.base_len() {
+                    self.hypot().adjust_canon = true;
+                }
+                (c.kind, fwd_kind)
+            };
+            return Ok(real == Some(fwd_kind));
+        }
+        if c.kind != k.kind {
+            return Ok(false);
+        }
+        let Some(kind) = c.kind else {
+            return Ok(true);
+        };
+        match kind {
+            Kind::Int => Ok(self.equal_all(cand, canon)),
+            Kind::Enum | Kind::Enum64 => Ok(self.compat_enum(cand, canon)),
+            Kind::Fwd | Kind::Float => Ok(self.equal_common(cand, canon)),
+            Kind::Const
+            | Kind::Volatile
+            | Kind::Restrict
+            | Kind::Ptr
+            | Kind::Typedef
+            | Kind::Func
+            | Kind::TypeTag => {
+                if c.info != k.info {
+                    return Ok(false);
+                }
+                self.is_equiv(c.size_or_type, k.size_or_type, depth + 1)
+            }
+            Kind::Array => {
+                let (cw, kw) = (self.words(cand), self.words(canon));
+                if !self.equal_common(cand, canon) || cw.get(2) != kw.get(2) || cw.len() < 2 {
+                    return Ok(false);
+                }
+                let (ce, ci, ke, ki) = (cw[0], cw[1], kw[0], kw[1]);
+                if !self.is_equiv(ci, ki, depth + 1)? {
+                    return Ok(false);
+                }
+                self.is_equiv(ce, ke, depth + 1)
+            }
+            Kind::Struct | Kind::Union => {
+                if !self.shallow_equal_struct(cand, canon) {
+                    return Ok(false);
+                }
+                self.equiv_members(cand, canon, c.vlen, 3, depth)
+            }
+            Kind::FuncProto => {
+                if !self.compat_fnproto(cand, canon)
+                    || !self.is_equiv(c.size_or_type, k.size_or_type, depth + 1)?
+                {
+                    return Ok(false);
+                }
+                self.equiv_members(cand, canon, c.vlen, 2, depth)
+            }
+            Kind::Var | Kind::Datasec | Kind::DeclTag => Err(Error::BadType {
+                id: cand,
+                reason: "a struct refers to a variable, section or tag",
+            }),
+        }
+    }
+
+    /// [`DedupPhases::is_equiv`] of the `vlen` members' (or parameters') types of `cand` and
+    /// `canon`, each entry `stride` words with its type second.
+    fn equiv_members(
+        &mut self,
+        cand: u32,
+        canon: u32,
+        vlen: u16,
+        stride: usize,
+        depth: usize,
+    ) -> Result<bool> {
+        for i in 0..usize::from(vlen) {
+            let ct = self.words(cand).get(stride * i + 1).copied();
+            let kt = self.words(canon).get(stride * i + 1).copied();
+            let (Some(ct), Some(kt)) = (ct, kt) else {
+                return Ok(false);
+            };
+            if !self.is_equiv(ct, kt, depth + 1)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// libbpf's `btf_dedup_merge_hypot_map`: the pairs an equivalence assumed, made canonical.
+    fn merge_hypot(&mut self) {
+        let fwd = Some(Kind::Fwd);
+        for i in 0..self.hypot().list.len() {
+            let canon = self.hypot().list[i];
+            let target = self.hypot().map[canon as usize];
+            let (t, c) = (resolve(self.map(), target), resolve(self.map(), canon));
+            let (tk, ck) = (self.kind(t), self.kind(c));
+            if tk != fwd && ck == fwd {
+                self.map_mut()[c as usize] = t;
+            }
+            if self.hypot().adjust_canon {
+                continue;
+            }
+            if tk == fwd && ck != fwd {
+                self.map_mut()[t as usize] = c;
+            }
+            if matches!(tk, Some(Kind::Struct | Kind::Union))
+                && ck != fwd
+                && is_mapped(self.map(), c)
+                && !is_mapped(self.map(), t)
+            {
+                self.map_mut()[t as usize] = c;
+            }
+        }
+    }
+
+    /// libbpf's `btf_dedup_struct_type`: struct or union `id` to the first candidate whose
+    /// type graph is equivalent, or canonical itself.
+    fn struct_type(&mut self, id: u32) -> Result<()> {
+        if is_mapped(self.map(), id) || !matches!(self.kind(id), Some(Kind::Struct | Kind::Union)) {
+            return Ok(());
+        }
+        let h = self.hash_struct(id);
+        let mut new_id = id;
+        let mut next = self.first_candidate(h);
+        while next != UNPROCESSED {
+            let cand = next;
+            next = self.next_candidate(cand, h);
+            if !self.shallow_equal_struct(id, cand) {
+                continue;
+            }
+            self.hypot().clear();
+            if !self.is_equiv(id, cand, 0)? {
+                continue;
+            }
+            self.merge_hypot();
+            if self.hypot().adjust_canon {
+                continue;
+            }
+            new_id = cand;
+            break;
+        }
+        self.map_mut()[id as usize] = new_id;
+        if new_id == id {
+            self.add_candidate(h, id)?;
+        }
+        Ok(())
     }
 }

@@ -10,7 +10,7 @@
 use super::{Record, Types};
 use crate::btf::Kind;
 use crate::btf::dedup_table::{
-    self, DedupRecords, Header, IN_PROGRESS, MAX_DEPTH, UNPROCESSED, combine, spread,
+    self, DedupPhases, DedupRecords, Header, Hypot, IN_PROGRESS, MAX_DEPTH, UNPROCESSED, spread,
 };
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
@@ -26,14 +26,12 @@ pub fn dedup(types: &mut Types, writer: &mut BtfWriter) -> Result<()> {
     let n = types.records.len();
     let mut d = Dedup {
         map: fallible::vec_with_capacity(n)?,
-        hypot: fallible::vec_with_capacity(n)?,
-        hypot_list: Vec::new(),
+        hypot: Hypot::new(n)?,
         table: HashTable::new(),
         chain: fallible::vec_with_capacity(n)?,
         types,
     };
     d.map.resize(n, UNPROCESSED);
-    d.hypot.resize(n, UNPROCESSED);
     d.chain.resize(n, UNPROCESSED);
     if n > 0 {
         d.map[0] = 0;
@@ -49,8 +47,7 @@ pub fn dedup(types: &mut Types, writer: &mut BtfWriter) -> Result<()> {
         d.ref_type(id, 0)?;
     }
     // What the search needed (tens of megabytes for a kernel) is gone before the output grows.
-    d.hypot = Vec::new();
-    d.hypot_list = Vec::new();
+    d.hypot = Hypot::default();
     d.chain = Vec::new();
     d.table = HashTable::new();
     d.emit(writer)
@@ -60,9 +57,8 @@ struct Dedup<'t> {
     types: &'t mut Types,
     /// Each type's canonical type (a chain that [`Dedup::resolve`] follows), or a marker.
     map: Vec<u32>,
-    /// The struct phase's hypothetical map, canonical id → candidate id.
-    hypot: Vec<u32>,
-    hypot_list: Vec<u32>,
+    /// The struct phase's hypothetical map.
+    hypot: Hypot,
     /// Hash → the newest canonical type with it; `chain` links to the one before (libbpf's
     /// hashmap also yields the newest candidate first).
     table: HashTable<(u64, u32)>,
@@ -88,221 +84,6 @@ impl Dedup<'_> {
 
     fn resolve(&self, id: u32) -> u32 {
         dedup_table::resolve(&self.map, id)
-    }
-
-    /// Candidates with hash `h`, newest first.
-    fn candidates(&self, h: u64) -> Candidates<'_> {
-        Candidates {
-            chain: &self.chain,
-            next: dedup_table::head(&self.table, h),
-        }
-    }
-
-    fn add(&mut self, h: u64, id: u32) -> Result<()> {
-        dedup_table::add(&mut self.table, &mut self.chain, id as usize, h, id)
-    }
-
-    fn prim_type(&mut self, id: u32) -> Result<()> {
-        let mut new_id = id;
-        let h = match self.kind(id) {
-            Some(Kind::Int) => {
-                let h = self.hash_all(id);
-                if let Some(c) = self.candidates(h).find(|&c| self.equal_all(id, c)) {
-                    new_id = c;
-                }
-                h
-            }
-            Some(Kind::Enum | Kind::Enum64) => {
-                let h = combine(0, self.record(id).name);
-                let mut resolve_canon = Vec::new();
-                for c in self.candidates(h) {
-                    if self.equal_all(id, c) {
-                        new_id = c;
-                        break;
-                    }
-                    if self.compat_enum(id, c) {
-                        if self.is_enum_fwd(id) {
-                            new_id = c;
-                            break;
-                        }
-                        // A canonical enum forward resolves to this full enum.
-                        fallible::push(&mut resolve_canon, c)?;
-                    }
-                }
-                for c in resolve_canon {
-                    self.map[c as usize] = id;
-                }
-                h
-            }
-            Some(Kind::Fwd | Kind::Float) => {
-                let h = self.hash_common(id);
-                if let Some(c) = self.candidates(h).find(|&c| self.equal_common(id, c)) {
-                    new_id = c;
-                }
-                h
-            }
-            _ => return Ok(()),
-        };
-        self.map[id as usize] = new_id;
-        if new_id == id {
-            self.add(h, id)?;
-        }
-        Ok(())
-    }
-
-    fn clear_hypot(&mut self) {
-        for &id in &self.hypot_list {
-            self.hypot[id as usize] = UNPROCESSED;
-        }
-        self.hypot_list.clear();
-    }
-
-    /// libbpf's `btf_dedup_is_equiv`: whether the type graph at `cand` is equivalent to the
-    /// one at canonical `canon`, recording the pairs assumed on the way.
-    fn is_equiv(&mut self, cand: u32, canon: u32, depth: usize) -> Result<bool> {
-        if depth > MAX_DEPTH {
-            return Err(too_deep());
-        }
-        if self.resolve(cand) == self.resolve(canon) {
-            return Ok(true);
-        }
-        let canon = self.resolve_fwd(&self.map, canon);
-        let hypot = self.hypot[canon as usize];
-        if hypot != UNPROCESSED {
-            return Ok(hypot == cand
-                || self.identical_arrays(hypot, cand)
-                || self.identical_structs(hypot, cand, depth + 1)?);
-        }
-        self.hypot[canon as usize] = cand;
-        fallible::push(&mut self.hypot_list, canon)?;
-        let (c, k) = (self.record(cand), self.record(canon));
-        if c.name != k.name {
-            return Ok(false);
-        }
-        let fwd = Some(Kind::Fwd);
-        if (c.kind == fwd || k.kind == fwd) && c.kind != k.kind {
-            let (real, fwd_record) = if c.kind == fwd { (k, c) } else { (c, k) };
-            let fwd_kind = if fwd_record.kind_flag {
-                Kind::Union
-            } else {
-                Kind::Struct
-            };
-            return Ok(real.kind == Some(fwd_kind));
-        }
-        if c.kind != k.kind {
-            return Ok(false);
-        }
-        let Some(kind) = c.kind else {
-            return Ok(true);
-        };
-        match kind {
-            Kind::Int => Ok(self.equal_all(cand, canon)),
-            Kind::Enum | Kind::Enum64 => Ok(self.compat_enum(cand, canon)),
-            Kind::Fwd | Kind::Float => Ok(self.equal_common(cand, canon)),
-            Kind::Const
-            | Kind::Volatile
-            | Kind::Restrict
-            | Kind::Ptr
-            | Kind::Typedef
-            | Kind::Func
-            | Kind::TypeTag => {
-                if info(&c) != info(&k) {
-                    return Ok(false);
-                }
-                self.is_equiv(c.size_or_type, k.size_or_type, depth + 1)
-            }
-            Kind::Array => {
-                if !self.equal_common(cand, canon) || self.words(cand)[2] != self.words(canon)[2] {
-                    return Ok(false);
-                }
-                let (cw, kw) = (self.words(cand), self.words(canon));
-                let (ce, ci, ke, ki) = (cw[0], cw[1], kw[0], kw[1]);
-                if !self.is_equiv(ci, ki, depth + 1)? {
-                    return Ok(false);
-                }
-                self.is_equiv(ce, ke, depth + 1)
-            }
-            Kind::Struct | Kind::Union => {
-                if !self.shallow_equal_struct(cand, canon) {
-                    return Ok(false);
-                }
-                for i in 0..usize::from(c.vlen) {
-                    let (ct, kt) = (self.words(cand)[3 * i + 1], self.words(canon)[3 * i + 1]);
-                    if !self.is_equiv(ct, kt, depth + 1)? {
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
-            }
-            Kind::FuncProto => {
-                if !self.compat_fnproto(cand, canon)
-                    || !self.is_equiv(c.size_or_type, k.size_or_type, depth + 1)?
-                {
-                    return Ok(false);
-                }
-                for i in 0..usize::from(c.vlen) {
-                    let (ct, kt) = (self.words(cand)[2 * i + 1], self.words(canon)[2 * i + 1]);
-                    if !self.is_equiv(ct, kt, depth + 1)? {
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
-            }
-            Kind::Var | Kind::Datasec | Kind::DeclTag => Err(Error::InvalidArgument(
-                "DWARF conversion: a struct refers to a variable, section or tag",
-            )),
-        }
-    }
-
-    fn merge_hypot(&mut self) {
-        for i in 0..self.hypot_list.len() {
-            let canon = self.hypot_list[i];
-            let target = self.hypot[canon as usize];
-            let (t, c) = (self.resolve(target), self.resolve(canon));
-            let (tk, ck) = (self.kind(t), self.kind(c));
-            let fwd = Some(Kind::Fwd);
-            if tk != fwd && ck == fwd {
-                self.map[c as usize] = t;
-            }
-            if tk == fwd && ck != fwd {
-                self.map[t as usize] = c;
-            }
-            if matches!(tk, Some(Kind::Struct | Kind::Union))
-                && ck != fwd
-                && self.is_mapped(c)
-                && !self.is_mapped(t)
-            {
-                self.map[t as usize] = c;
-            }
-        }
-    }
-
-    fn struct_type(&mut self, id: u32) -> Result<()> {
-        if self.is_mapped(id) || !matches!(self.kind(id), Some(Kind::Struct | Kind::Union)) {
-            return Ok(());
-        }
-        let h = self.hash_struct(id);
-        let mut new_id = id;
-        let mut next = self.candidates(h).next;
-        while next != UNPROCESSED {
-            let cand = next;
-            next = self.chain[cand as usize];
-            if !self.shallow_equal_struct(id, cand) {
-                continue;
-            }
-            self.clear_hypot();
-            if !self.is_equiv(id, cand, 0)? {
-                continue;
-            }
-            self.merge_hypot();
-            new_id = cand;
-            break;
-        }
-        self.map[id as usize] = new_id;
-        if new_id == id {
-            self.add(h, id)?;
-        }
-        Ok(())
     }
 
     /// A canonical forward declaration names the one canonical struct or union of its
@@ -417,10 +198,10 @@ impl Dedup<'_> {
             Kind::DeclTag | Kind::Array | Kind::FuncProto => d.equal_all(id, c),
             _ => d.equal_common(id, c),
         };
-        let new_id = self.candidates(h).find(|&c| equal(self, c)).unwrap_or(id);
+        let new_id = self.find_candidate(h, equal).unwrap_or(id);
         self.map[id as usize] = new_id;
         if new_id == id {
-            self.add(h, id)?;
+            self.add_candidate(h, id)?;
         }
         Ok(new_id)
     }
@@ -501,21 +282,32 @@ fn too_deep() -> Error {
     }
 }
 
-/// The chain of candidates with one hash.
-struct Candidates<'c> {
-    chain: &'c [u32],
-    next: u32,
-}
+impl DedupPhases for Dedup<'_> {
+    fn map(&self) -> &[u32] {
+        &self.map
+    }
 
-impl Iterator for Candidates<'_> {
-    type Item = u32;
+    fn map_mut(&mut self) -> &mut [u32] {
+        &mut self.map
+    }
 
-    fn next(&mut self) -> Option<u32> {
-        if self.next == UNPROCESSED {
-            return None;
-        }
-        let id = self.next;
-        self.next = self.chain.get(id as usize).copied().unwrap_or(UNPROCESSED);
-        Some(id)
+    fn hypot(&mut self) -> &mut Hypot {
+        &mut self.hypot
+    }
+
+    fn base_len(&self) -> u32 {
+        0
+    }
+
+    fn first_candidate(&self, h: u64) -> u32 {
+        dedup_table::head(&self.table, h)
+    }
+
+    fn next_candidate(&self, id: u32, _: u64) -> u32 {
+        self.chain.get(id as usize).copied().unwrap_or(UNPROCESSED)
+    }
+
+    fn add_candidate(&mut self, h: u64, id: u32) -> Result<()> {
+        dedup_table::add(&mut self.table, &mut self.chain, id as usize, h, id)
     }
 }

@@ -4,10 +4,9 @@
 //! the module's canonical types are written after the base's.
 
 use super::{
-    IN_PROGRESS, OWN_STRING, Split, UNPROCESSED, View, combine, name_table_add, name_table_get,
-    too_deep,
+    IN_PROGRESS, OWN_STRING, Split, UNPROCESSED, View, name_table_add, name_table_get, too_deep,
 };
-use crate::btf::dedup_table::{self, DedupRecords};
+use crate::btf::dedup_table::{self, DedupPhases, DedupRecords, Header, Hypot};
 use crate::btf::write::BtfWriter;
 use crate::btf::{Btf, Kind, MAX_TYPE_ID};
 use crate::error::{Error, Result};
@@ -20,12 +19,8 @@ pub(super) struct SplitDedup<'s, 'a> {
     pub(super) view: View<'s, 'a>,
     /// Each type's canonical type (a chain [`SplitDedup::resolve`] follows), or a marker.
     pub(super) map: Vec<u32>,
-    /// The struct phase's hypothetical map, canonical id → candidate id.
-    pub(super) hypot: Vec<u32>,
-    pub(super) hypot_list: Vec<u32>,
-    /// libbpf's `hypot_adjust_canon`: the equivalence went through a base FWD that a
-    /// module struct would resolve, so the candidate is not taken.
-    pub(super) adjust_canon: bool,
+    /// The struct phase's hypothetical map.
+    pub(super) hypot: Hypot,
     /// Hash → newest module type with it; `chain` (by module index) links to the one
     /// before, and past the module's oldest to the base's table.
     pub(super) table: HashTable<(u64, u32)>,
@@ -37,282 +32,12 @@ impl SplitDedup<'_, '_> {
         self.view.b
     }
 
-    /// The first candidate with hash `h`: the module's newest, else the base's.
-    fn head(&self, h: u64) -> u32 {
-        match dedup_table::head(&self.table, h) {
-            UNPROCESSED => dedup_table::head(&self.view.base.table, h),
-            id => id,
-        }
-    }
-
-    /// The candidate after `id` with hash `h`.
-    fn next(&self, id: u32, h: u64) -> u32 {
-        if id < self.b() {
-            return self
-                .view
-                .base
-                .chain
-                .get(id as usize)
-                .copied()
-                .unwrap_or(UNPROCESSED);
-        }
-        match self.chain.get((id - self.b()) as usize) {
-            Some(&UNPROCESSED) | None => dedup_table::head(&self.view.base.table, h),
-            Some(&next) => next,
-        }
-    }
-
-    /// The first candidate with hash `h` for which `equal` holds.
-    fn find(&self, h: u64, equal: impl Fn(&Self, u32) -> bool) -> Option<u32> {
-        let mut c = self.head(h);
-        while c != UNPROCESSED {
-            if equal(self, c) {
-                return Some(c);
-            }
-            c = self.next(c, h);
-        }
-        None
-    }
-
-    fn add(&mut self, h: u64, id: u32) -> Result<()> {
-        let slot = (id - self.b()) as usize;
-        dedup_table::add(&mut self.table, &mut self.chain, slot, h, id)
-    }
-
     fn is_mapped(&self, id: u32) -> bool {
         dedup_table::is_mapped(&self.map, id)
     }
 
     fn resolve(&self, id: u32) -> u32 {
         dedup_table::resolve(&self.map, id)
-    }
-
-    pub(super) fn prim_type(&mut self, id: u32) -> Result<()> {
-        let v = &self.view;
-        let mut new_id = id;
-        let h = match v.kind(id) {
-            Some(Kind::Int) => {
-                let h = v.hash_all(id);
-                if let Some(c) = self.find(h, |d, c| d.view.equal_all(id, c)) {
-                    new_id = c;
-                }
-                h
-            }
-            Some(Kind::Enum | Kind::Enum64) => {
-                let h = combine(0, v.rec(id).name);
-                let mut resolve_canon = Vec::new();
-                let mut c = self.head(h);
-                while c != UNPROCESSED {
-                    if self.view.equal_all(id, c) {
-                        new_id = c;
-                        break;
-                    }
-                    if self.view.compat_enum(id, c) {
-                        if self.view.is_enum_fwd(id) {
-                            new_id = c;
-                            break;
-                        }
-                        // A canonical enum forward resolves to this full enum.
-                        fallible::push(&mut resolve_canon, c)?;
-                    }
-                    c = self.next(c, h);
-                }
-                for c in resolve_canon {
-                    self.map[c as usize] = id;
-                }
-                h
-            }
-            Some(Kind::Fwd | Kind::Float) => {
-                let h = v.hash_common(id);
-                if let Some(c) = self.find(h, |d, c| d.view.equal_common(id, c)) {
-                    new_id = c;
-                }
-                h
-            }
-            _ => return Ok(()),
-        };
-        self.map[id as usize] = new_id;
-        if new_id == id {
-            self.add(h, id)?;
-        }
-        Ok(())
-    }
-
-    fn clear_hypot(&mut self) {
-        for &id in &self.hypot_list {
-            self.hypot[id as usize] = UNPROCESSED;
-        }
-        self.hypot_list.clear();
-        self.adjust_canon = false;
-    }
-
-    /// libbpf's `btf_dedup_is_equiv`: whether the type graph at module type `cand` is
-    /// equivalent to the one at canonical `canon`, recording the pairs assumed on the way.
-    fn is_equiv(&mut self, cand: u32, canon: u32, depth: usize) -> Result<bool> {
-        if depth > dedup_table::MAX_DEPTH {
-            return Err(too_deep());
-        }
-        if self.resolve(cand) == self.resolve(canon) {
-            return Ok(true);
-        }
-        let canon = self.view.resolve_fwd(&self.map, canon);
-        let hypot = self.hypot[canon as usize];
-        if hypot != UNPROCESSED {
-            return Ok(hypot == cand
-                || self.view.identical_arrays(hypot, cand)
-                || self.view.identical_structs(hypot, cand, depth + 1)?);
-        }
-        self.hypot[canon as usize] = cand;
-        fallible::push(&mut self.hypot_list, canon)?;
-        let v = &self.view;
-        let (c, k) = (v.rec(cand), v.rec(canon));
-        if c.name != k.name {
-            return Ok(false);
-        }
-        let fwd = Some(Kind::Fwd);
-        if (c.kind == fwd || k.kind == fwd) && c.kind != k.kind {
-            let fwd_kind = |union: bool| if union { Kind::Union } else { Kind::Struct };
-            let (real, fwd_kind) = if c.kind == fwd {
-                (k.kind, fwd_kind(c.kind_flag))
-            } else {
-                let fwd_kind = fwd_kind(k.kind_flag);
-                // A base FWD the module's struct would resolve: not an equivalence.
-                if real_is(c.kind, fwd_kind) && canon < self.b() {
-                    self.adjust_canon = true;
-                }
-                (c.kind, fwd_kind)
-            };
-            return Ok(real_is(real, fwd_kind));
-        }
-        if c.kind != k.kind {
-            return Ok(false);
-        }
-        let Some(kind) = c.kind else {
-            return Ok(true);
-        };
-        match kind {
-            Kind::Int => Ok(v.equal_all(cand, canon)),
-            Kind::Enum | Kind::Enum64 => Ok(v.compat_enum(cand, canon)),
-            Kind::Fwd | Kind::Float => Ok(v.equal_common(cand, canon)),
-            Kind::Const
-            | Kind::Volatile
-            | Kind::Restrict
-            | Kind::Ptr
-            | Kind::Typedef
-            | Kind::Func
-            | Kind::TypeTag => {
-                if c.info() != k.info() {
-                    return Ok(false);
-                }
-                self.is_equiv(c.size_or_type, k.size_or_type, depth + 1)
-            }
-            Kind::Array => {
-                let (cw, kw) = (v.words(cand), v.words(canon));
-                if !v.equal_common(cand, canon) || cw.get(2) != kw.get(2) || cw.len() < 2 {
-                    return Ok(false);
-                }
-                let (ce, ci, ke, ki) = (cw[0], cw[1], kw[0], kw[1]);
-                if !self.is_equiv(ci, ki, depth + 1)? {
-                    return Ok(false);
-                }
-                self.is_equiv(ce, ke, depth + 1)
-            }
-            Kind::Struct | Kind::Union => {
-                if !v.shallow_equal_struct(cand, canon) {
-                    return Ok(false);
-                }
-                for i in 0..usize::from(c.vlen) {
-                    let ct = self.view.words(cand).get(3 * i + 1).copied();
-                    let kt = self.view.words(canon).get(3 * i + 1).copied();
-                    let (Some(ct), Some(kt)) = (ct, kt) else {
-                        return Ok(false);
-                    };
-                    if !self.is_equiv(ct, kt, depth + 1)? {
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
-            }
-            Kind::FuncProto => {
-                if !v.compat_fnproto(cand, canon)
-                    || !self.is_equiv(c.size_or_type, k.size_or_type, depth + 1)?
-                {
-                    return Ok(false);
-                }
-                for i in 0..usize::from(c.vlen) {
-                    let ct = self.view.words(cand).get(2 * i + 1).copied();
-                    let kt = self.view.words(canon).get(2 * i + 1).copied();
-                    let (Some(ct), Some(kt)) = (ct, kt) else {
-                        return Ok(false);
-                    };
-                    if !self.is_equiv(ct, kt, depth + 1)? {
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
-            }
-            Kind::Var | Kind::Datasec | Kind::DeclTag => Err(Error::BadType {
-                id: cand,
-                reason: "a struct refers to a variable, section or tag",
-            }),
-        }
-    }
-
-    fn merge_hypot(&mut self) {
-        for i in 0..self.hypot_list.len() {
-            let canon = self.hypot_list[i];
-            let target = self.hypot[canon as usize];
-            let (t, c) = (self.resolve(target), self.resolve(canon));
-            let (tk, ck) = (self.view.kind(t), self.view.kind(c));
-            let fwd = Some(Kind::Fwd);
-            if tk != fwd && ck == fwd {
-                self.map[c as usize] = t;
-            }
-            if self.adjust_canon {
-                continue;
-            }
-            if tk == fwd && ck != fwd {
-                self.map[t as usize] = c;
-            }
-            if matches!(tk, Some(Kind::Struct | Kind::Union))
-                && ck != fwd
-                && self.is_mapped(c)
-                && !self.is_mapped(t)
-            {
-                self.map[t as usize] = c;
-            }
-        }
-    }
-
-    pub(super) fn struct_type(&mut self, id: u32) -> Result<()> {
-        if self.is_mapped(id) || !matches!(self.view.kind(id), Some(Kind::Struct | Kind::Union)) {
-            return Ok(());
-        }
-        let h = self.view.hash_struct(id);
-        let mut new_id = id;
-        let mut cand = self.head(h);
-        while cand != UNPROCESSED {
-            let this = cand;
-            cand = self.next(this, h);
-            if !self.view.shallow_equal_struct(id, this) {
-                continue;
-            }
-            self.clear_hypot();
-            if !self.is_equiv(id, this, 0)? {
-                continue;
-            }
-            self.merge_hypot();
-            if self.adjust_canon {
-                continue;
-            }
-            new_id = this;
-            break;
-        }
-        self.map[id as usize] = new_id;
-        if new_id == id {
-            self.add(h, id)?;
-        }
-        Ok(())
     }
 
     /// A canonical module FWD names the one canonical struct or union of its name and kind,
@@ -424,10 +149,10 @@ impl SplitDedup<'_, '_> {
             Kind::DeclTag | Kind::Array | Kind::FuncProto => d.view.equal_all(id, c),
             _ => d.view.equal_common(id, c),
         };
-        let new_id = self.find(h, equal).unwrap_or(id);
+        let new_id = self.find_candidate(h, equal).unwrap_or(id);
         self.map[id as usize] = new_id;
         if new_id == id {
-            self.add(h, id)?;
+            self.add_candidate(h, id)?;
         }
         Ok(new_id)
     }
@@ -508,6 +233,64 @@ impl SplitDedup<'_, '_> {
     }
 }
 
-fn real_is(kind: Option<Kind>, wanted: Kind) -> bool {
-    kind == Some(wanted)
+impl DedupRecords for SplitDedup<'_, '_> {
+    fn header(&self, id: u32) -> Header {
+        self.view.header(id)
+    }
+
+    fn words(&self, id: u32) -> &[u32] {
+        self.view.words(id)
+    }
+
+    fn too_deep(&self) -> Error {
+        too_deep()
+    }
+}
+
+impl DedupPhases for SplitDedup<'_, '_> {
+    fn map(&self) -> &[u32] {
+        &self.map
+    }
+
+    fn map_mut(&mut self) -> &mut [u32] {
+        &mut self.map
+    }
+
+    fn hypot(&mut self) -> &mut Hypot {
+        &mut self.hypot
+    }
+
+    fn base_len(&self) -> u32 {
+        self.b()
+    }
+
+    /// The module's newest, else the base's.
+    fn first_candidate(&self, h: u64) -> u32 {
+        match dedup_table::head(&self.table, h) {
+            UNPROCESSED => dedup_table::head(&self.view.base.table, h),
+            id => id,
+        }
+    }
+
+    /// Past the module's oldest, the base's newest.
+    fn next_candidate(&self, id: u32, h: u64) -> u32 {
+        if id < self.b() {
+            return self
+                .view
+                .base
+                .chain
+                .get(id as usize)
+                .copied()
+                .unwrap_or(UNPROCESSED);
+        }
+        match self.chain.get((id - self.b()) as usize) {
+            Some(&UNPROCESSED) | None => dedup_table::head(&self.view.base.table, h),
+            Some(&next) => next,
+        }
+    }
+
+    fn add_candidate(&mut self, h: u64, id: u32) -> Result<()> {
+        let slot = (id - self.b()) as usize;
+        dedup_table::add(&mut self.table, &mut self.chain, slot, h, id)
+    }
 }

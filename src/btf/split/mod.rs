@@ -22,7 +22,8 @@
 //! that many modules split over one kernel pay for it once.
 
 use super::dedup_table::{
-    self, DedupRecords, Header, IN_PROGRESS, MAX_DEPTH, UNPROCESSED, combine, spread,
+    self, DedupPhases, DedupRecords, Header, Hypot, IN_PROGRESS, MAX_DEPTH, UNPROCESSED, combine,
+    spread,
 };
 use super::write::string_at;
 use super::{Btf, Kind};
@@ -313,15 +314,12 @@ impl<'a> SplitBase<'a> {
         let mut d = SplitDedup {
             view: View { base: self, own, b },
             map: fallible::vec_with_capacity(total as usize)?,
-            hypot: fallible::vec_with_capacity(total as usize)?,
-            hypot_list: Vec::new(),
-            adjust_canon: false,
+            hypot: Hypot::new(total as usize)?,
             table: HashTable::new(),
             chain: fallible::vec_with_capacity(module_types as usize)?,
         };
         d.map.extend(0..b);
         d.map.resize(total as usize, UNPROCESSED);
-        d.hypot.resize(total as usize, UNPROCESSED);
         d.chain.resize(module_types as usize, UNPROCESSED);
         for id in b..total {
             if matches!(d.view.rec(id).kind, Some(Kind::Var | Kind::Datasec)) {
