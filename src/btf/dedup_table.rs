@@ -265,6 +265,12 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
     fn next_candidate(&self, id: u32, h: u64) -> u32;
     /// Add canonical type `id` with hash `h` to the candidates.
     fn add_candidate(&mut self, h: u64, id: u32) -> Result<()>;
+    /// Set the `size_or_type` of type `id` (the reference phase makes it canonical).
+    fn set_size_or_type(&mut self, id: u32, value: u32);
+    /// Set kind-specific word `index` of type `id`, which [`DedupRecords::words`] has.
+    fn set_word(&mut self, id: u32, index: usize, value: u32);
+    /// The error for type `id`, which has no kind: a slot never written.
+    fn unwritten(&self, id: u32) -> Error;
 
     /// The first candidate with hash `h` for which `equal` holds.
     fn find_candidate(&self, h: u64, equal: impl Fn(&Self, u32) -> bool) -> Option<u32> {
@@ -510,5 +516,86 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             self.add_candidate(h, id)?;
         }
         Ok(())
+    }
+
+    /// libbpf's `btf_dedup_ref_type`: the canonical id of reference type `id`, its own
+    /// references made canonical first.
+    fn ref_type(&mut self, id: u32, depth: usize) -> Result<u32> {
+        if depth > MAX_DEPTH {
+            return Err(self.too_deep());
+        }
+        match self.map().get(id as usize) {
+            None => return Err(Error::NoSuchType(id)),
+            Some(&IN_PROGRESS) => {
+                return Err(Error::BadType {
+                    id,
+                    reason: "a reference cycle that passes through no struct or union",
+                });
+            }
+            Some(_) if is_mapped(self.map(), id) => return Ok(resolve(self.map(), id)),
+            Some(_) => {}
+        }
+        self.map_mut()[id as usize] = IN_PROGRESS;
+        let r = self.header(id);
+        let Some(kind) = r.kind else {
+            return Err(self.unwritten(id));
+        };
+        // Word `index` of `id` made canonical.
+        let canonical_word = |d: &mut Self, index: usize| -> Result<()> {
+            let Some(&word) = d.words(id).get(index) else {
+                return Err(Error::NoSuchType(id));
+            };
+            let target = d.ref_type(word, depth + 1)?;
+            d.set_word(id, index, target);
+            Ok(())
+        };
+        let h = match kind {
+            Kind::Const
+            | Kind::Volatile
+            | Kind::Restrict
+            | Kind::Ptr
+            | Kind::Typedef
+            | Kind::Func
+            | Kind::TypeTag
+            | Kind::DeclTag => {
+                let target = self.ref_type(r.size_or_type, depth + 1)?;
+                self.set_size_or_type(id, target);
+                if kind == Kind::DeclTag {
+                    self.hash_all(id)
+                } else {
+                    self.hash_common(id)
+                }
+            }
+            Kind::Array => {
+                canonical_word(self, 0)?;
+                canonical_word(self, 1)?;
+                self.hash_all(id)
+            }
+            Kind::FuncProto => {
+                let ret = self.ref_type(r.size_or_type, depth + 1)?;
+                self.set_size_or_type(id, ret);
+                for i in 0..usize::from(r.vlen) {
+                    canonical_word(self, 2 * i + 1)?;
+                }
+                self.hash_all(id)
+            }
+            _ => {
+                return Err(Error::BadType {
+                    id,
+                    reason: "a type no dedup phase handles",
+                });
+            }
+        };
+        let new_id = self
+            .find_candidate(h, |d, c| match kind {
+                Kind::DeclTag | Kind::Array | Kind::FuncProto => d.equal_all(id, c),
+                _ => d.equal_common(id, c),
+            })
+            .unwrap_or(id);
+        self.map_mut()[id as usize] = new_id;
+        if new_id == id {
+            self.add_candidate(h, id)?;
+        }
+        Ok(new_id)
     }
 }

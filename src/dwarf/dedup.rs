@@ -78,10 +78,6 @@ impl Dedup<'_> {
             .unwrap_or(super::VOID)
     }
 
-    fn is_mapped(&self, id: u32) -> bool {
-        dedup_table::is_mapped(&self.map, id)
-    }
-
     fn resolve(&self, id: u32) -> u32 {
         dedup_table::resolve(&self.map, id)
     }
@@ -125,85 +121,6 @@ impl Dedup<'_> {
             }
         }
         Ok(())
-    }
-
-    /// libbpf's `btf_dedup_ref_type`: the canonical id of reference type `id`, its own
-    /// references made canonical first.
-    fn ref_type(&mut self, id: u32, depth: usize) -> Result<u32> {
-        if depth > MAX_DEPTH {
-            return Err(too_deep());
-        }
-        match self.map.get(id as usize) {
-            None => return Err(Error::NoSuchType(id)),
-            Some(&IN_PROGRESS) => {
-                return Err(Error::BadType {
-                    id,
-                    reason: "a reference cycle that passes through no struct or union",
-                });
-            }
-            Some(_) if self.is_mapped(id) => return Ok(self.resolve(id)),
-            Some(_) => {}
-        }
-        self.map[id as usize] = IN_PROGRESS;
-        let r = self.record(id);
-        let start = r.first_word as usize;
-        let Some(kind) = r.kind else {
-            return Err(Error::BadType {
-                id,
-                reason: "DWARF conversion left a type unwritten",
-            });
-        };
-        let h = match kind {
-            Kind::Const
-            | Kind::Volatile
-            | Kind::Restrict
-            | Kind::Ptr
-            | Kind::Typedef
-            | Kind::Func
-            | Kind::TypeTag
-            | Kind::DeclTag => {
-                let target = self.ref_type(r.size_or_type, depth + 1)?;
-                self.types.records[id as usize].size_or_type = target;
-                if kind == Kind::DeclTag {
-                    self.hash_all(id)
-                } else {
-                    self.hash_common(id)
-                }
-            }
-            Kind::Array => {
-                for at in [start, start + 1] {
-                    let target = self.ref_type(self.types.words[at], depth + 1)?;
-                    self.types.words[at] = target;
-                }
-                self.hash_all(id)
-            }
-            Kind::FuncProto => {
-                let ret = self.ref_type(r.size_or_type, depth + 1)?;
-                self.types.records[id as usize].size_or_type = ret;
-                for i in 0..usize::from(r.vlen) {
-                    let at = start + 2 * i + 1;
-                    let target = self.ref_type(self.types.words[at], depth + 1)?;
-                    self.types.words[at] = target;
-                }
-                self.hash_all(id)
-            }
-            _ => {
-                return Err(Error::BadType {
-                    id,
-                    reason: "DWARF conversion: a type no dedup phase handles",
-                });
-            }
-        };
-        let equal = |d: &Self, c: u32| match kind {
-            Kind::DeclTag | Kind::Array | Kind::FuncProto => d.equal_all(id, c),
-            _ => d.equal_common(id, c),
-        };
-        let new_id = self.find_candidate(h, equal).unwrap_or(id);
-        self.map[id as usize] = new_id;
-        if new_id == id {
-            self.add_candidate(h, id)?;
-        }
-        Ok(new_id)
     }
 
     /// Write the canonical types in id order, every reference remapped to its new id.
@@ -309,5 +226,25 @@ impl DedupPhases for Dedup<'_> {
 
     fn add_candidate(&mut self, h: u64, id: u32) -> Result<()> {
         dedup_table::add(&mut self.table, &mut self.chain, id as usize, h, id)
+    }
+
+    fn set_size_or_type(&mut self, id: u32, value: u32) {
+        if let Some(r) = self.types.records.get_mut(id as usize) {
+            r.size_or_type = value;
+        }
+    }
+
+    fn set_word(&mut self, id: u32, index: usize, value: u32) {
+        let start = self.record(id).first_word as usize;
+        if let Some(word) = self.types.words.get_mut(start + index) {
+            *word = value;
+        }
+    }
+
+    fn unwritten(&self, id: u32) -> Error {
+        Error::BadType {
+            id,
+            reason: "DWARF conversion left a type unwritten",
+        }
     }
 }

@@ -3,9 +3,7 @@
 //! and never change; the module's are matched against them and against each other, then
 //! the module's canonical types are written after the base's.
 
-use super::{
-    IN_PROGRESS, OWN_STRING, Split, UNPROCESSED, View, name_table_add, name_table_get, too_deep,
-};
+use super::{OWN_STRING, Split, UNPROCESSED, View, name_table_add, name_table_get, too_deep};
 use crate::btf::dedup_table::{self, DedupPhases, DedupRecords, Header, Hypot};
 use crate::btf::write::BtfWriter;
 use crate::btf::{Btf, Kind, MAX_TYPE_ID};
@@ -30,10 +28,6 @@ pub(super) struct SplitDedup<'s, 'a> {
 impl SplitDedup<'_, '_> {
     fn b(&self) -> u32 {
         self.view.b
-    }
-
-    fn is_mapped(&self, id: u32) -> bool {
-        dedup_table::is_mapped(&self.map, id)
     }
 
     fn resolve(&self, id: u32) -> u32 {
@@ -72,89 +66,6 @@ impl SplitDedup<'_, '_> {
             }
         }
         Ok(())
-    }
-
-    /// libbpf's `btf_dedup_ref_type`: the canonical id of reference type `id`, its own
-    /// references made canonical first.
-    pub(super) fn ref_type(&mut self, id: u32, depth: usize) -> Result<u32> {
-        if depth > dedup_table::MAX_DEPTH {
-            return Err(too_deep());
-        }
-        match self.map.get(id as usize) {
-            None => return Err(Error::NoSuchType(id)),
-            Some(&IN_PROGRESS) => {
-                return Err(Error::BadType {
-                    id,
-                    reason: "a reference cycle that passes through no struct or union",
-                });
-            }
-            Some(_) if self.is_mapped(id) => return Ok(self.resolve(id)),
-            Some(_) => {}
-        }
-        self.map[id as usize] = IN_PROGRESS;
-        let at = (id - self.b()) as usize;
-        let r = self.view.rec(id);
-        let start = r.first_word as usize;
-        let Some(kind) = r.kind else {
-            return Err(Error::NoSuchType(id));
-        };
-        let words = |d: &Self, i: usize| d.view.own.words.get(start + i).copied();
-        let h = match kind {
-            Kind::Const
-            | Kind::Volatile
-            | Kind::Restrict
-            | Kind::Ptr
-            | Kind::Typedef
-            | Kind::Func
-            | Kind::TypeTag
-            | Kind::DeclTag => {
-                let target = self.ref_type(r.size_or_type, depth + 1)?;
-                self.view.own.recs[at].size_or_type = target;
-                if kind == Kind::DeclTag {
-                    self.view.hash_all(id)
-                } else {
-                    self.view.hash_common(id)
-                }
-            }
-            Kind::Array => {
-                for i in [0, 1] {
-                    let Some(word) = words(self, i) else {
-                        return Err(Error::NoSuchType(id));
-                    };
-                    let target = self.ref_type(word, depth + 1)?;
-                    self.view.own.words[start + i] = target;
-                }
-                self.view.hash_all(id)
-            }
-            Kind::FuncProto => {
-                let ret = self.ref_type(r.size_or_type, depth + 1)?;
-                self.view.own.recs[at].size_or_type = ret;
-                for i in 0..usize::from(r.vlen) {
-                    let Some(word) = words(self, 2 * i + 1) else {
-                        return Err(Error::NoSuchType(id));
-                    };
-                    let target = self.ref_type(word, depth + 1)?;
-                    self.view.own.words[start + 2 * i + 1] = target;
-                }
-                self.view.hash_all(id)
-            }
-            _ => {
-                return Err(Error::BadType {
-                    id,
-                    reason: "a type no dedup phase handles",
-                });
-            }
-        };
-        let equal = |d: &Self, c: u32| match kind {
-            Kind::DeclTag | Kind::Array | Kind::FuncProto => d.view.equal_all(id, c),
-            _ => d.view.equal_common(id, c),
-        };
-        let new_id = self.find_candidate(h, equal).unwrap_or(id);
-        self.map[id as usize] = new_id;
-        if new_id == id {
-            self.add_candidate(h, id)?;
-        }
-        Ok(new_id)
     }
 
     /// Write the module's canonical types in id order after the base's, every reference
@@ -292,5 +203,26 @@ impl DedupPhases for SplitDedup<'_, '_> {
     fn add_candidate(&mut self, h: u64, id: u32) -> Result<()> {
         let slot = (id - self.b()) as usize;
         dedup_table::add(&mut self.table, &mut self.chain, slot, h, id)
+    }
+
+    /// Only the module's own types are ever set (the base's are canonical already).
+    fn set_size_or_type(&mut self, id: u32, value: u32) {
+        let at = id.wrapping_sub(self.b()) as usize;
+        if let Some(r) = self.view.own.recs.get_mut(at) {
+            r.size_or_type = value;
+        }
+    }
+
+    fn set_word(&mut self, id: u32, index: usize, value: u32) {
+        let at = id.wrapping_sub(self.b()) as usize;
+        if let Some(start) = self.view.own.recs.get(at).map(|r| r.first_word as usize)
+            && let Some(word) = self.view.own.words.get_mut(start + index)
+        {
+            *word = value;
+        }
+    }
+
+    fn unwritten(&self, id: u32) -> Error {
+        Error::NoSuchType(id)
     }
 }
