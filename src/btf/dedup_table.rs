@@ -90,6 +90,61 @@ pub(crate) struct Header {
     pub(crate) vlen: u16,
 }
 
+/// One type as a deduplication holds it: its BTF record's header fields (the name as a key
+/// that is equal exactly for equal names) and where its kind-specific words start in the
+/// arena of words beside the records.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Record {
+    pub(crate) name: u32,
+    /// `None`: `void` (id 0), or a slot not written yet.
+    pub(crate) kind: Option<Kind>,
+    pub(crate) kind_flag: bool,
+    pub(crate) vlen: u16,
+    pub(crate) size_or_type: u32,
+    pub(crate) first_word: u32,
+}
+
+impl Record {
+    /// `void`, and an unwritten slot.
+    pub(crate) const VOID: Record = Record {
+        name: 0,
+        kind: None,
+        kind_flag: false,
+        vlen: 0,
+        size_or_type: 0,
+        first_word: 0,
+    };
+
+    /// The record's info word: kind_flag, kind, vlen.
+    pub(crate) fn info(&self) -> u32 {
+        (u32::from(self.kind_flag) << 31)
+            | (self.kind.map_or(0, |k| k as u32) << 24)
+            | u32::from(self.vlen)
+    }
+
+    /// How many 32-bit words follow the header.
+    pub(crate) fn word_count(&self) -> usize {
+        self.kind.map_or(0, |k| k.extra_len(self.vlen) / 4)
+    }
+
+    /// Its header, as [`DedupRecords::header`] gives it.
+    pub(crate) fn header(&self) -> Header {
+        Header {
+            name: self.name,
+            kind: self.kind,
+            info: self.info(),
+            size_or_type: self.size_or_type,
+            vlen: self.vlen,
+        }
+    }
+
+    /// Its kind-specific words in `arena` (none if they are not all there).
+    pub(crate) fn words<'w>(&self, arena: &'w [u32]) -> &'w [u32] {
+        let start = self.first_word as usize;
+        arena.get(start..start + self.word_count()).unwrap_or(&[])
+    }
+}
+
 /// The records a deduplication reads, by id; the comparisons are libbpf's, the same for both.
 pub(crate) trait DedupRecords {
     /// The header of type `id` (`void`'s, all zero, for an id out of range).

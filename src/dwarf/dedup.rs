@@ -7,10 +7,11 @@
 //! Names are compared as string offsets: the writer interns every name once, so equal
 //! offsets are equal names, as after libbpf's own string deduplication.
 
-use super::{Record, Types};
+use super::Types;
 use crate::btf::Kind;
 use crate::btf::dedup_table::{
-    self, DedupPhases, DedupRecords, Header, Hypot, IN_PROGRESS, MAX_DEPTH, UNPROCESSED, spread,
+    self, DedupPhases, DedupRecords, Header, Hypot, IN_PROGRESS, MAX_DEPTH, Record, UNPROCESSED,
+    spread,
 };
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
@@ -65,17 +66,13 @@ struct Dedup<'t> {
     chain: Vec<u32>,
 }
 
-fn info(r: &Record) -> u32 {
-    (u32::from(r.kind_flag) << 31) | (r.kind.map_or(0, |k| k as u32) << 24) | u32::from(r.vlen)
-}
-
 impl Dedup<'_> {
     fn record(&self, id: u32) -> Record {
         self.types
             .records
             .get(id as usize)
             .copied()
-            .unwrap_or(super::VOID)
+            .unwrap_or(Record::VOID)
     }
 
     fn resolve(&self, id: u32) -> u32 {
@@ -170,14 +167,7 @@ impl Dedup<'_> {
 
 impl DedupRecords for Dedup<'_> {
     fn header(&self, id: u32) -> Header {
-        let r = self.record(id);
-        Header {
-            name: r.name,
-            kind: r.kind,
-            info: info(&r),
-            size_or_type: r.size_or_type,
-            vlen: r.vlen,
-        }
+        self.record(id).header()
     }
 
     fn words(&self, id: u32) -> &[u32] {

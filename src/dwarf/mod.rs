@@ -13,6 +13,7 @@ mod sections;
 pub mod supplementary;
 
 use crate::btf::Kind;
+use crate::btf::dedup_table::Record;
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -239,19 +240,8 @@ fn word_index(words: &[u32]) -> Result<u32> {
     })
 }
 
-/// One BTF type before deduplication, as its BTF record: header fields, names as offsets
-/// into the string section being built, and where its kind-specific words start.
-#[derive(Debug, Clone, Copy)]
-struct Record {
-    name: u32,
-    /// `None`: `void` (id 0), or a slot not written yet.
-    kind: Option<Kind>,
-    kind_flag: bool,
-    vlen: u16,
-    size_or_type: u32,
-    first_word: u32,
-}
-
+/// A record before deduplication (names as offsets into the string section being built):
+/// the converter's constructors.
 impl Record {
     fn new(name: u32, kind: Kind, kind_flag: bool, vlen: u16, size_or_type: u32) -> Record {
         Record {
@@ -268,11 +258,6 @@ impl Record {
     fn reference(kind: Kind, target: u32) -> Record {
         Record::new(0, kind, false, 0, target)
     }
-
-    /// How many 32-bit words follow the header.
-    fn word_count(&self) -> usize {
-        self.kind.map_or(0, |k| k.extra_len(self.vlen) / 4)
-    }
 }
 
 /// Records by id, and the arena of their kind-specific words.
@@ -282,20 +267,11 @@ struct Types {
     words: Vec<u32>,
 }
 
-const VOID: Record = Record {
-    name: 0,
-    kind: None,
-    kind_flag: false,
-    vlen: 0,
-    size_or_type: 0,
-    first_word: 0,
-};
-
 impl Types {
     /// Holding only `void`, id 0.
     fn new() -> Result<Types> {
         let mut types = Types::empty();
-        fallible::push(&mut types.records, VOID)?;
+        fallible::push(&mut types.records, Record::VOID)?;
         Ok(types)
     }
 
@@ -312,7 +288,8 @@ impl Types {
         let count = count as usize;
         self.records
             .try_reserve(count.saturating_sub(self.records.len()))?;
-        self.records.resize(count.max(self.records.len()), VOID);
+        self.records
+            .resize(count.max(self.records.len()), Record::VOID);
         Ok(())
     }
 
@@ -367,10 +344,7 @@ impl Types {
     }
 
     fn words(&self, record: &Record) -> &[u32] {
-        let start = record.first_word as usize;
-        self.words
-            .get(start..start + record.word_count())
-            .unwrap_or(&[])
+        record.words(&self.words)
     }
 }
 

@@ -22,8 +22,8 @@
 //! that many modules split over one kernel pay for it once.
 
 use super::dedup_table::{
-    self, DedupPhases, DedupRecords, Header, Hypot, IN_PROGRESS, MAX_DEPTH, UNPROCESSED, combine,
-    spread,
+    self, DedupPhases, DedupRecords, Header, Hypot, IN_PROGRESS, MAX_DEPTH, Record, UNPROCESSED,
+    combine, spread,
 };
 use super::write::string_at;
 use super::{Btf, Kind};
@@ -37,48 +37,16 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 /// lacks as the module's offset with this bit set. Equal keys are equal names on both sides.
 const OWN_STRING: u32 = 1 << 31;
 
-/// One type, as its BTF record: header fields (the name as a key) and where its
-/// kind-specific words start in its arena.
-#[derive(Debug, Clone, Copy)]
-struct Rec {
-    name: u32,
-    /// `None`: void.
-    kind: Option<Kind>,
-    kind_flag: bool,
-    vlen: u16,
-    size_or_type: u32,
-    first_word: u32,
-}
-
-const VOID: Rec = Rec {
-    name: 0,
-    kind: None,
-    kind_flag: false,
-    vlen: 0,
-    size_or_type: 0,
-    first_word: 0,
-};
-
-impl Rec {
-    fn info(&self) -> u32 {
-        (u32::from(self.kind_flag) << 31)
-            | (self.kind.map_or(0, |k| k as u32) << 24)
-            | u32::from(self.vlen)
-    }
-}
-
 /// Records and the arena of their kind-specific words.
 #[derive(Debug, Default)]
 struct Arena {
-    recs: Vec<Rec>,
+    recs: Vec<Record>,
     words: Vec<u32>,
 }
 
 impl Arena {
-    fn words(&self, r: &Rec) -> &[u32] {
-        let start = r.first_word as usize;
-        let len = r.kind.map_or(0, |k| k.extra_len(r.vlen) / 4);
-        self.words.get(start..start + len).unwrap_or(&[])
+    fn words(&self, r: &Record) -> &[u32] {
+        r.words(&self.words)
     }
 }
 
@@ -120,7 +88,7 @@ fn load(
             limit: u32::MAX as usize,
         })?;
         let size_or_type = btf.raw_word(at, 2)?;
-        let rec = Rec {
+        let rec = Record {
             name: name(btf.raw_word(at, 0)?)?,
             kind: Some(kind),
             kind_flag: info >> 31 != 0,
@@ -193,7 +161,7 @@ impl<'a> SplitBase<'a> {
         }
         let count = btf.type_cnt();
         let mut arena = Arena::default();
-        fallible::push(&mut arena.recs, VOID)?;
+        fallible::push(&mut arena.recs, Record::VOID)?;
         load(btf, &mut arena, Ok, |id| {
             if id < count {
                 Ok(id)
@@ -381,9 +349,9 @@ impl<'s, 'a> View<'s, 'a> {
         }
     }
 
-    fn rec(&self, id: u32) -> Rec {
+    fn rec(&self, id: u32) -> Record {
         let (arena, at) = self.arena(id);
-        arena.recs.get(at).copied().unwrap_or(VOID)
+        arena.recs.get(at).copied().unwrap_or(Record::VOID)
     }
 
     fn arena(&self, id: u32) -> (&Arena, usize) {
@@ -397,14 +365,7 @@ impl<'s, 'a> View<'s, 'a> {
 
 impl DedupRecords for View<'_, '_> {
     fn header(&self, id: u32) -> Header {
-        let r = self.rec(id);
-        Header {
-            name: r.name,
-            kind: r.kind,
-            info: r.info(),
-            size_or_type: r.size_or_type,
-            vlen: r.vlen,
-        }
+        self.rec(id).header()
     }
 
     fn words(&self, id: u32) -> &[u32] {
