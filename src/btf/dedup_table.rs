@@ -79,17 +79,6 @@ pub(crate) fn resolve(map: &[u32], mut id: u32) -> u32 {
     id
 }
 
-/// A type's BTF header as the dedup compares it: `info` is the record's word (kind_flag, kind,
-/// vlen), the name a key that is equal exactly for equal names.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Header {
-    pub(crate) name: u32,
-    pub(crate) kind: Option<Kind>,
-    pub(crate) info: u32,
-    pub(crate) size_or_type: u32,
-    pub(crate) vlen: u16,
-}
-
 /// One type as a deduplication holds it: its BTF record's header fields (the name as a key
 /// that is equal exactly for equal names) and where its kind-specific words start in the
 /// arena of words beside the records.
@@ -127,17 +116,6 @@ impl Record {
         self.kind.map_or(0, |k| k.extra_len(self.vlen) / 4)
     }
 
-    /// Its header, as [`DedupRecords::header`] gives it.
-    pub(crate) fn header(&self) -> Header {
-        Header {
-            name: self.name,
-            kind: self.kind,
-            info: self.info(),
-            size_or_type: self.size_or_type,
-            vlen: self.vlen,
-        }
-    }
-
     /// Its kind-specific words in `arena` (none if they are not all there).
     pub(crate) fn words<'w>(&self, arena: &'w [u32]) -> &'w [u32] {
         let start = self.first_word as usize;
@@ -147,25 +125,25 @@ impl Record {
 
 /// The records a deduplication reads, by id; the comparisons are libbpf's, the same for both.
 pub(crate) trait DedupRecords {
-    /// The header of type `id` (`void`'s, all zero, for an id out of range).
-    fn header(&self, id: u32) -> Header;
+    /// The record of type `id` (`void`'s, all zero, for an id out of range).
+    fn record(&self, id: u32) -> Record;
     /// The kind-specific words of type `id`.
     fn words(&self, id: u32) -> &[u32];
     /// The error of a walk deeper than [`MAX_DEPTH`].
     fn too_deep(&self) -> Error;
 
     fn kind(&self, id: u32) -> Option<Kind> {
-        self.header(id).kind
+        self.record(id).kind
     }
 
     fn hash_common(&self, id: u32) -> u64 {
-        let r = self.header(id);
-        combine(combine(combine(0, r.name), r.info), r.size_or_type)
+        let r = self.record(id);
+        combine(combine(combine(0, r.name), r.info()), r.size_or_type)
     }
 
     fn equal_common(&self, a: u32, b: u32) -> bool {
-        let (a, b) = (self.header(a), self.header(b));
-        a.name == b.name && a.info == b.info && a.size_or_type == b.size_or_type
+        let (a, b) = (self.record(a), self.record(b));
+        a.name == b.name && a.info() == b.info() && a.size_or_type == b.size_or_type
     }
 
     /// Common fields and every kind-specific word equal (INT, DECL_TAG, ARRAY, FUNC_PROTO and
@@ -185,14 +163,14 @@ pub(crate) trait DedupRecords {
     }
 
     fn is_enum_fwd(&self, id: u32) -> bool {
-        self.is_enum(id) && self.header(id).vlen == 0
+        self.is_enum(id) && self.record(id).vlen == 0
     }
 
     fn compat_enum(&self, a: u32, b: u32) -> bool {
         if !self.is_enum_fwd(a) && !self.is_enum_fwd(b) {
             return self.equal_all(a, b);
         }
-        self.header(a).name == self.header(b).name && self.is_enum(a) && self.is_enum(b)
+        self.record(a).name == self.record(b).name && self.is_enum(a) && self.is_enum(b)
     }
 
     /// Name and offset of every member (not their types).
@@ -212,9 +190,9 @@ pub(crate) trait DedupRecords {
     }
 
     fn compat_fnproto(&self, a: u32, b: u32) -> bool {
-        let (ra, rb) = (self.header(a), self.header(b));
+        let (ra, rb) = (self.record(a), self.record(b));
         ra.name == rb.name
-            && ra.info == rb.info
+            && ra.info() == rb.info()
             && self
                 .words(a)
                 .chunks_exact(2)
@@ -352,7 +330,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                 h
             }
             Some(Kind::Enum | Kind::Enum64) => {
-                let h = combine(0, self.header(id).name);
+                let h = combine(0, self.record(id).name);
                 let mut resolve_canon = Vec::new();
                 let mut c = self.first_candidate(h);
                 while c != UNPROCESSED {
@@ -410,15 +388,14 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         let assumed = self.hypot();
         assumed.map[canon as usize] = cand;
         crate::fallible::push(&mut assumed.list, canon)?;
-        let (c, k) = (self.header(cand), self.header(canon));
+        let (c, k) = (self.record(cand), self.record(canon));
         if c.name != k.name {
             return Ok(false);
         }
         let fwd = Some(Kind::Fwd);
         if (c.kind == fwd || k.kind == fwd) && c.kind != k.kind {
-            // A FWD's kind_flag (the info word's top bit) says union.
-            let fwd_kind = |h: &Header| {
-                if h.info >> 31 != 0 {
+            let fwd_kind = |r: &Record| {
+                if r.kind_flag {
                     Kind::Union
                 } else {
                     Kind::Struct
@@ -453,7 +430,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             | Kind::Typedef
             | Kind::Func
             | Kind::TypeTag => {
-                if c.info != k.info {
+                if c.info() != k.info() {
                     return Ok(false);
                 }
                 self.is_equiv(c.size_or_type, k.size_or_type, depth + 1)
@@ -591,7 +568,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             Some(_) => {}
         }
         self.map_mut()[id as usize] = IN_PROGRESS;
-        let r = self.header(id);
+        let r = self.record(id);
         let Some(kind) = r.kind else {
             return Err(self.unwritten(id));
         };

@@ -10,8 +10,7 @@
 use super::Types;
 use crate::btf::Kind;
 use crate::btf::dedup_table::{
-    self, DedupPhases, DedupRecords, Header, Hypot, IN_PROGRESS, MAX_DEPTH, Record, UNPROCESSED,
-    spread,
+    self, DedupPhases, DedupRecords, Hypot, IN_PROGRESS, MAX_DEPTH, Record, UNPROCESSED, spread,
 };
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
@@ -67,14 +66,6 @@ struct Dedup<'t> {
 }
 
 impl Dedup<'_> {
-    fn record(&self, id: u32) -> Record {
-        self.types
-            .records
-            .get(id as usize)
-            .copied()
-            .unwrap_or(Record::VOID)
-    }
-
     fn resolve(&self, id: u32) -> u32 {
         dedup_table::resolve(&self.map, id)
     }
@@ -166,8 +157,12 @@ impl Dedup<'_> {
 }
 
 impl DedupRecords for Dedup<'_> {
-    fn header(&self, id: u32) -> Header {
-        self.record(id).header()
+    fn record(&self, id: u32) -> Record {
+        self.types
+            .records
+            .get(id as usize)
+            .copied()
+            .unwrap_or(Record::VOID)
     }
 
     fn words(&self, id: u32) -> &[u32] {

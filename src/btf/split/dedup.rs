@@ -4,7 +4,7 @@
 //! the module's canonical types are written after the base's.
 
 use super::{OWN_STRING, Split, UNPROCESSED, View, name_table_add, name_table_get, too_deep};
-use crate::btf::dedup_table::{self, DedupPhases, DedupRecords, Header, Hypot};
+use crate::btf::dedup_table::{self, DedupPhases, DedupRecords, Hypot, Record};
 use crate::btf::write::BtfWriter;
 use crate::btf::{Btf, Kind, MAX_TYPE_ID};
 use crate::error::{Error, Result};
@@ -145,8 +145,8 @@ impl SplitDedup<'_, '_> {
 }
 
 impl DedupRecords for SplitDedup<'_, '_> {
-    fn header(&self, id: u32) -> Header {
-        self.view.header(id)
+    fn record(&self, id: u32) -> Record {
+        self.view.rec(id)
     }
 
     fn words(&self, id: u32) -> &[u32] {

@@ -22,8 +22,8 @@
 //! that many modules split over one kernel pay for it once.
 
 use super::dedup_table::{
-    self, DedupPhases, DedupRecords, Header, Hypot, IN_PROGRESS, MAX_DEPTH, Record, UNPROCESSED,
-    combine, spread,
+    self, DedupPhases, DedupRecords, Hypot, IN_PROGRESS, MAX_DEPTH, Record, UNPROCESSED, combine,
+    spread,
 };
 use super::write::string_at;
 use super::{Btf, Kind};
@@ -364,8 +364,8 @@ impl<'s, 'a> View<'s, 'a> {
 }
 
 impl DedupRecords for View<'_, '_> {
-    fn header(&self, id: u32) -> Header {
-        self.rec(id).header()
+    fn record(&self, id: u32) -> Record {
+        self.rec(id)
     }
 
     fn words(&self, id: u32) -> &[u32] {
