@@ -250,8 +250,6 @@ pub(super) struct Walked<'a> {
 /// added when it is converted ([`Input::convert_walked`]), so that any thread may walk any
 /// unit ahead.
 pub(super) struct Numbered {
-    /// The unit's index.
-    unit: usize,
     slots: UnitSlots,
     /// Type DIEs numbered.
     count: u32,
@@ -558,7 +556,6 @@ impl<'a> Input<'a> {
             complete: 0,
             error: None,
             numbered: self.one_pass.then(|| Numbered {
-                unit: index,
                 slots: UnitSlots::default(),
                 count: 0,
             }),
@@ -719,7 +716,7 @@ impl<'a> Input<'a> {
                     scratch.try_reserve(WANTED)?;
                     let present = Attrs::read(&mut raw, specs, &mut scratch)
                         .map_err(|e| at.err(gimli_reason(e)))?;
-                    self.number_alias(numbered, Attrs::new(present, &scratch), offset, at)?;
+                    self.number_alias(numbered, index, Attrs::new(present, &scratch), offset, at)?;
                 } else {
                     raw.skip_attributes(specs)
                         .map_err(|e| at.err(gimli_reason(e)))?;
@@ -734,7 +731,7 @@ impl<'a> Input<'a> {
             if let Some(numbered) = numbering.as_deref_mut() {
                 let attrs = Attrs::new(present, &nodes.values[first as usize..]);
                 if alias {
-                    self.number_alias(numbered, attrs, offset, at)?;
+                    self.number_alias(numbered, index, attrs, offset, at)?;
                 } else if maybe_type_tag
                     && let Some(name) = attrs.get(A::Name)
                     && self
@@ -770,18 +767,19 @@ impl<'a> Input<'a> {
         Ok(())
     }
 
-    /// Number the DIE at `offset`, with `attrs`, as an alias for what its signature (a type
-    /// unit's skeleton) or its type (an `_Atomic`) names, converting in one pass.
+    /// Number the DIE at `offset` of unit `unit`, with `attrs`, as an alias for what its
+    /// signature (a type unit's skeleton) or its type (an `_Atomic`) names, converting in
+    /// one pass.
     fn number_alias(
         &self,
         numbered: &mut Numbered,
+        unit: usize,
         attrs: Attrs<'_, 'a>,
         offset: UnitOffset,
         at: At,
     ) -> Result<()> {
         let value = attrs.get(A::Signature).or_else(|| attrs.get(A::Type));
-        let index = numbered.unit;
-        numbered.alias(offset, self.target_value(index, value, at)?, at)
+        numbered.alias(offset, self.target_value(unit, value, at)?, at)
     }
 
     /// Convert the first `count` kept DIEs of `nodes` (of unit `unit`), in order.
