@@ -492,6 +492,8 @@ impl<A: GlobalAlloc> BudgetAlloc<A> {
             release_current(current);
             return ptr::null_mut();
         }
+        // `header` finds the block again from its address alone.
+        let _ = base.expose_provenance();
         let offset = header_offset(layout);
         // SAFETY: the block is `offset + size` bytes, so `base + offset` is inside it (or its
         // end); the header's two words sit right before it, aligned because `offset` and the
@@ -512,9 +514,17 @@ impl<A: GlobalAlloc> BudgetAlloc<A> {
     ///
     /// `ptr` must be a live block of this allocator for `layout`.
     unsafe fn header(ptr: *mut u8, layout: Layout) -> (*mut Header, *mut u8) {
-        // SAFETY: `alloc_with` put the header right before `ptr` and the wrapped block
-        // `header_offset(layout)` bytes before it.
-        unsafe { (ptr.cast::<Header>().sub(1), ptr.sub(header_offset(layout))) }
+        // Not `ptr.sub(..)`: to the compiler `ptr` is a fresh allocation of `layout.size()`
+        // bytes (`__rust_alloc`'s result), so a read before it is out of bounds, undefined
+        // behaviour: once this allocator was inlined into a caller, LLVM made the code after a
+        // deallocation unreachable (a SIGILL in a release test), and Miri reports the read. The
+        // wrapped block is reached through its own provenance, which `alloc_with` and `realloc`
+        // exposed.
+        let offset = header_offset(layout);
+        let base: *mut u8 = ptr::with_exposed_provenance_mut(ptr.addr() - offset);
+        // SAFETY: `alloc_with` put the wrapped block `offset` bytes before `ptr` and the header
+        // right before `ptr`, inside the block.
+        unsafe { (base.add(offset).cast::<Header>().sub(1), base) }
     }
 }
 
@@ -581,6 +591,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for BudgetAlloc<A> {
         if let Some(state) = state {
             state.credit(old.size().saturating_sub(new.size()));
         }
+        let _ = moved.expose_provenance();
         let offset = header_offset(layout);
         // SAFETY: `inner.realloc` kept the first bytes, header included, at the same offsets of
         // the new block, which is large enough for them.
