@@ -118,7 +118,9 @@ if command -v valgrind >/dev/null; then
             awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
         pass=$(callgrind_annotate --inclusive=yes "$work/cg" 2>/dev/null |
             awk '!found && /verdict::analyse \[/ { gsub(",", "", $1); print $1; found = 1 }')
-        echo "$(basename "$o" .bpf.o) ${pass:-0} $total"
+        # Every run assembles and judges (--report): a missing symbol is a broken measurement.
+        [[ -n $pass ]] || { echo "real-objects: no verdict::analyse in $BTFGEN's profile" >&2; exit 1; }
+        echo "$(basename "$o" .bpf.o) $pass $total"
     done >"$work/verdict"
     awk '{ s = 100 * $2 / $3; sum += s; if (s > most) { most = s; who = $1 } n++;
            if (s <= 5) ok++ }

@@ -326,6 +326,10 @@ fn annotations(
 }
 
 /// Explore `assembled`, push the evidence for each poisoned instruction and return the verdict.
+// Never inlined: benches/real-objects.sh counts the verdict pass's share by this function's
+// name (callgrind, inclusive), and whole-program LTO (`make cli`) would fold it into its
+// caller. One call per program.
+#[inline(never)]
 fn analyse(
     obj: &BpfObject<'_>,
     assembled: &AssembledProgram<'_>,
