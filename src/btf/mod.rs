@@ -194,7 +194,7 @@ impl<'a> Btf<'a> {
         if let Some(word) = self.validated.get(index / 64) {
             let bit = 1u64 << (index % 64);
             if word.load(Ordering::Relaxed) & bit == 0 {
-                validate::check_type(self, &ty, offset)?;
+                validate::check_type(self, &ty, offset, |_| {})?;
                 word.fetch_or(bit, Ordering::Relaxed);
             }
         }

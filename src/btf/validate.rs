@@ -59,14 +59,22 @@ pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
     for (id, (offset, entry)) in (start..).zip(btf.records()) {
         // A type of a kind btfgen does not know is only stepped over; nothing may refer to it.
         if let Entry::Type(ty) = entry? {
-            check_type(btf, &ty, offset)?;
+            // Within this reservation, the edges `check_type` reports are pushed without
+            // allocating.
+            graph.edges.try_reserve(ty.referenced_count())?;
+            // A pointer's target is no value edge: a struct may point to itself.
+            let is_ptr = matches!(ty.kind, TypeKind::Ptr(_));
+            check_type(btf, &ty, offset, |target| {
+                if !is_ptr && target >= start {
+                    graph.edges.push(target - start);
+                }
+            })?;
             if long_type.is_none()
                 && let TypeKind::Int { size: 4 | 8, .. } = ty.kind
                 && LONG_NAMES.contains(&btf.name(ty.name_off)?)
             {
                 long_type = Some(id);
             }
-            graph.add_edges(&ty, start)?;
         }
         // Within `ends`' capacity: one entry per own type.
         graph.ends.push(graph.edges.len() as u32);
@@ -123,8 +131,14 @@ fn check_name(btf: &Btf<'_>, id: u32, name_off: u32) -> Result<bool> {
     Ok(first == 0)
 }
 
-/// Check own type `ty`, whose record is at `record` in the type section.
-pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>, record: usize) -> Result<()> {
+/// Check own type `ty`, whose record is at `record` in the type section, calling `reference`
+/// with each type id it refers to, once checked (in [`Type::referenced_ids`]'s order).
+pub(super) fn check_type(
+    btf: &Btf<'_>,
+    ty: &Type<'_>,
+    record: usize,
+    mut reference: impl FnMut(u32),
+) -> Result<()> {
     let id = ty.id;
     let anonymous = check_name(btf, id, ty.name_off)?;
     let info = btf.raw_word(record, 1)?;
@@ -144,6 +158,7 @@ pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>, record: usize) -> Result<
     ) {
         for target in ty.referenced_ids() {
             check_ref(btf, id, target)?;
+            reference(target);
         }
     }
     match &ty.kind {
@@ -208,6 +223,7 @@ pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>, record: usize) -> Result<
             let mut last_offset = 0;
             for m in c.members() {
                 check_ref(btf, id, m.type_id)?;
+                reference(m.type_id);
                 check_name(btf, id, m.name_off)?;
                 if c.kind_flag && m.bitfield_size > 128 {
                     return Err(bad(id, "member bitfield larger than 128 bits"));
@@ -241,8 +257,10 @@ pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>, record: usize) -> Result<
         }
         TypeKind::FuncProto(p) => {
             check_ref(btf, id, p.return_type)?;
+            reference(p.return_type);
             for param in p.params() {
                 check_ref(btf, id, param.type_id)?;
+                reference(param.type_id);
                 check_name(btf, id, param.name_off)?;
             }
         }
@@ -252,6 +270,7 @@ pub(super) fn check_type(btf: &Btf<'_>, ty: &Type<'_>, record: usize) -> Result<
             }
             for v in d.vars() {
                 check_ref(btf, id, v.type_id)?;
+                reference(v.type_id);
                 if v.type_id == 0 {
                     return Err(bad(id, "DATASEC entry of void"));
                 }
@@ -272,8 +291,8 @@ const BLACK: u8 = 2;
 
 /// The edges that must not form a cycle (every reference but a pointer's: a struct may point
 /// to itself) between this BTF's own types (base types were checked when the base was parsed,
-/// and cannot refer back into split types), gathered while each type is decoded for its
-/// checks so the cycle search decodes nothing again: own type `start + i`'s targets, as
+/// and cannot refer back into split types), gathered by each type's checks as they go, so
+/// the cycle search decodes nothing again: own type `start + i`'s targets, as
 /// indexes from `start`, are `edges[ends[i - 1]..ends[i]]`.
 struct ValueGraph {
     ends: Vec<u32>,
@@ -281,20 +300,6 @@ struct ValueGraph {
 }
 
 impl ValueGraph {
-    fn add_edges(&mut self, ty: &Type<'_>, start: u32) -> Result<()> {
-        if matches!(ty.kind, TypeKind::Ptr(_)) {
-            return Ok(());
-        }
-        self.edges.try_reserve(ty.referenced_count())?;
-        // Within the reservation: no reallocation.
-        self.edges.extend(
-            ty.referenced_ids()
-                .filter(|&target| target >= start)
-                .map(|target| target - start),
-        );
-        Ok(())
-    }
-
     fn targets(&self, node: usize) -> core::ops::Range<usize> {
         let begin = node.checked_sub(1).map_or(0, |prev| self.ends[prev]);
         begin as usize..self.ends[node] as usize
