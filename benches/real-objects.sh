@@ -111,7 +111,8 @@ EOF
 # verdict
 if command -v valgrind >/dev/null; then
     # The pass is found by its symbol: a build that inlined it would read 0% everywhere.
-    nm -C "$BTFGEN" | grep -q ' btfgen::core::verdict::analyse$' ||
+    # (grep reads all of nm's output: with -q, nm would die of SIGPIPE and pipefail fail it.)
+    nm -C "$BTFGEN" | grep ' btfgen::core::verdict::analyse$' >/dev/null ||
         { echo "real-objects: $BTFGEN has no symbol btfgen::core::verdict::analyse" >&2; exit 1; }
     for o in "${objects[@]}"; do
         valgrind --tool=callgrind --callgrind-out-file="$work/cg" \
