@@ -63,14 +63,18 @@ pub struct ConvertOptions<'p> {
     /// the C library's client gave allocator hooks, which are called only from the client's
     /// own threads.
     pub threads: bool,
+    /// Whether functions are converted too ([`crate::dwarf::Options::functions`]): for the
+    /// whole BTF (`encode`), not for relocating, which reads types only.
+    pub functions: bool,
 }
 
 impl Default for ConvertOptions<'_> {
-    /// Nothing told; two threads.
+    /// Nothing told; two threads; functions converted.
     fn default() -> Self {
         ConvertOptions {
             progress: &|_| {},
             threads: true,
+            functions: true,
         }
     }
 }
@@ -94,6 +98,7 @@ pub fn convert(
         release: &crate::mapped::release,
         threads: how.threads,
         progress: how.progress,
+        functions: how.functions,
         ..crate::dwarf::Options::default()
     };
     let btf = crate::dwarf::to_btf_with(data, sup.as_deref(), &options)?;

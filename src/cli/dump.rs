@@ -37,7 +37,7 @@ pub fn run(args: &DumpArgs) -> CliResult<ExitCode> {
         _ => None,
     };
     let data = read_file(&args.file)?;
-    let converted = args.dwarf.convert(&args.file, &data)?;
+    let converted = args.dwarf.convert(&args.file, &data, true)?;
     let bytes = converted.as_deref().unwrap_or(&data);
     let btf = Btf::parse_raw_or_elf(bytes, base.as_ref()).map_err(context(args.file.display()))?;
     match write_dump(&btf, &args.file) {

@@ -51,12 +51,13 @@ pub fn run(args: &EncodeArgs) -> CliResult<ExitCode> {
                 &split_base,
                 &base_path.display().to_string(),
                 &dwarf,
+                true,
             )?;
             (split.bytes, split.split_types)
         }
         None => {
             let btf = dwarf
-                .convert(&args.input, &input)?
+                .convert(&args.input, &input, true)?
                 .ok_or_else(|| CliError(format!("internal error: {name}: not converted")))?;
             let types = Btf::parse(&btf)
                 .map_err(|e| CliError(format!("internal error: {name}: the converted BTF: {e}")))?

@@ -145,12 +145,19 @@ pub struct DwarfArgs {
 
 impl DwarfArgs {
     /// The BTF converted from `data`'s DWARF (read from `path`), if it is converted
-    /// ([`btfgen::dwarf_input::convert`]).
-    pub fn convert(&self, path: &Path, data: &[u8]) -> CliResult<Option<Vec<u8>>> {
+    /// ([`btfgen::dwarf_input::convert`]); with its functions if `functions` (the whole BTF,
+    /// not one to relocate against).
+    pub fn convert(
+        &self,
+        path: &Path,
+        data: &[u8],
+        functions: bool,
+    ) -> CliResult<Option<Vec<u8>>> {
         let progress = dwarf_progress::DwarfProgress::new(path);
         let how = btfgen::dwarf_input::ConvertOptions {
             progress: &|p| progress.tell(p),
             threads: true,
+            functions,
         };
         btfgen::dwarf_input::convert(path, data, self.from_dwarf, self.dwarf_alt.as_deref(), &how)
             .map_err(|e| match e {
@@ -176,10 +183,11 @@ pub struct BaseInput {
 }
 
 impl BaseInput {
-    /// Read (and if need be convert) the kernel at `path`.
+    /// Read (and if need be convert, whole: a split BTF's ids count the base's functions) the
+    /// kernel at `path`.
     pub fn read(path: &Path) -> CliResult<BaseInput> {
         let file = Input::open(path)?;
-        let converted = DwarfArgs::default().convert(path, &file)?;
+        let converted = DwarfArgs::default().convert(path, &file, true)?;
         Ok(BaseInput {
             name: path.display().to_string(),
             file,
@@ -198,16 +206,20 @@ impl BaseInput {
 }
 
 /// Kernel module `path` (its bytes `data`), a debug `.ko`, converted to split BTF over
-/// `base` (named `base_name`; [`btfgen::dwarf_input::convert_module`]); `dwarf.dwarf_alt` is its supplementary
-/// file, if it names one.
+/// `base` (named `base_name`; [`btfgen::dwarf_input::convert_module`]), with its functions
+/// if `functions`; `dwarf.dwarf_alt` is its supplementary file, if it names one.
 pub fn split_module(
     path: &Path,
     data: &[u8],
     base: &SplitBase<'_>,
     base_name: &str,
     dwarf: &DwarfArgs,
+    functions: bool,
 ) -> CliResult<btfgen::btf::split::Split> {
-    let how = btfgen::dwarf_input::ConvertOptions::default();
+    let how = btfgen::dwarf_input::ConvertOptions {
+        functions,
+        ..Default::default()
+    };
     btfgen::dwarf_input::convert_module(path, data, base, dwarf.dwarf_alt.as_deref(), &how).map_err(
         |e| match e {
             btfgen::dwarf_input::DwarfInputError::NotTheBase(_) => {
@@ -240,7 +252,8 @@ pub struct TargetFiles {
 impl TargetFiles {
     /// Read every file, naming the one that fails; a main input with DWARF is converted as
     /// `dwarf` says ([`DwarfArgs::convert`]), and so is a module's debug `.ko`, to split BTF
-    /// over the main BTF ([`TargetFiles::add_modules`]).
+    /// over the main BTF ([`TargetFiles::add_modules`]): their types, for relocating, without
+    /// their functions.
     pub fn read(
         main: &Path,
         base: Option<&Path>,
@@ -248,7 +261,7 @@ impl TargetFiles {
         dwarf: &DwarfArgs,
     ) -> CliResult<Self> {
         let (name, file) = load(main)?;
-        let (main, dwarf_file) = match dwarf.convert(main, &file)? {
+        let (main, dwarf_file) = match dwarf.convert(main, &file, false)? {
             Some(btf) => ((name, Input::Read(btf)), Some(file)),
             None => ((name, file), None),
         };
@@ -293,7 +306,7 @@ impl TargetFiles {
                 if !btfgen::dwarf::module_converts(data, dwarf.from_dwarf) {
                     continue;
                 }
-                let split = split_module(path, data, &split_base, &main.0, &module_dwarf)?;
+                let split = split_module(path, data, &split_base, &main.0, &module_dwarf, false)?;
                 let file = std::mem::replace(data, Input::Read(split.bytes));
                 self._module_files.push(file);
             }

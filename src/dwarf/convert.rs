@@ -235,6 +235,8 @@ struct Input<'a> {
     /// be numbered ([`Output::pending`]). Without a pass of its own, numbering costs almost
     /// nothing: the walk that converts a unit reads every DIE of it anyway.
     one_pass: bool,
+    /// Whether subprograms become `FUNC` records ([`super::Options::functions`]).
+    functions: bool,
 }
 
 /// The unit a pass is in, with its abbreviations (parsed for the pass, dropped after it): a
@@ -311,6 +313,7 @@ impl<'a, 'w> Converter<'a, 'w> {
             progress: options.progress,
             scanned: core::sync::atomic::AtomicUsize::new(0),
             one_pass: false,
+            functions: options.functions,
         };
         input.read_headers()?;
         // Reading every unit's header mapped a page around each (the kernel maps 16 at a

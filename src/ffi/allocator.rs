@@ -52,7 +52,8 @@ const ALLOCATOR_KNOWN_END: usize =
 
 /// How the library converts DWARF: on two threads, unless the client gave allocator hooks
 /// (`btfgen_set_allocator()`), which may serve one thread at a time and are called only from
-/// the client's own threads.
+/// the client's own threads; types only (the library relocates against them: no function
+/// is read).
 pub(super) fn convert_options() -> crate::dwarf_input::ConvertOptions<'static> {
     #[cfg(feature = "ffi-global-alloc")]
     let threads = !global::hooks_given();
@@ -60,6 +61,7 @@ pub(super) fn convert_options() -> crate::dwarf_input::ConvertOptions<'static> {
     let threads = true;
     crate::dwarf_input::ConvertOptions {
         threads,
+        functions: false,
         ..Default::default()
     }
 }

@@ -706,7 +706,7 @@ impl<'a> Input<'a> {
                         && nodes.list.get(parent).map(|p| p.tag) == Some(dw::DW_TAG_pointer_type);
                 }
             }
-            if job == Job::None && tag == dw::DW_TAG_subprogram {
+            if job == Job::None && tag == dw::DW_TAG_subprogram && self.functions {
                 job = Job::Function;
             }
             let specs = abbrev.attributes();
