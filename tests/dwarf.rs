@@ -795,3 +795,64 @@ fn references_into_a_later_unit_convert_the_same_in_one_pass() {
         assert!(lines.contains_key(expected), "missing {expected}:\n{text}");
     }
 }
+
+/// A conversion for relocating leaves functions out (`Options::functions`): no `FUNC` (nor
+/// the `DECL_TAG`s of functions and their parameters), and every other type as the whole
+/// conversion (checked against pahole above) has it; the `FUNC_PROTO`s left are those of
+/// function pointers, which the whole conversion has too.
+#[test]
+fn a_conversion_without_functions_keeps_every_type() {
+    let types_only = btfgen::dwarf::Options {
+        functions: false,
+        ..btfgen::dwarf::Options::default()
+    };
+    for elf in [
+        "gcc-dwarf4.so",
+        "gcc-dwarf5.so",
+        "gcc-dwarf5-lto.so",
+        "clang-19-dwarf4.so",
+        "clang-19-dwarf5.so",
+        "gcc-dwarf5-rel.ko",
+        "clang-19-dwarf5-rel.ko",
+    ] {
+        let bytes = data(elf);
+        let whole = btfgen::dwarf::to_btf(&bytes, None).unwrap();
+        let types = btfgen::dwarf::to_btf_with(&bytes, None, &types_only).unwrap();
+        let (whole, types) = (Btf::parse(&whole).unwrap(), Btf::parse(&types).unwrap());
+        let (whole, types) = (canonical(&whole), canonical(&types));
+        let kind_of = |line: &str| line.split(' ').next().unwrap_or("").to_string();
+        let without = |map: &BTreeMap<String, usize>, kinds: &[&str]| -> BTreeMap<String, usize> {
+            map.iter()
+                .filter(|(line, _)| !kinds.contains(&kind_of(line).as_str()))
+                .map(|(line, &n)| (line.clone(), n))
+                .collect()
+        };
+        assert!(
+            whole.keys().any(|line| kind_of(line) == "FUNC"),
+            "{elf}: the whole conversion has functions"
+        );
+        assert!(
+            !types.keys().any(|line| kind_of(line) == "FUNC"),
+            "{elf}: a FUNC without functions"
+        );
+        let without_function_tags = |map: BTreeMap<String, usize>| -> BTreeMap<String, usize> {
+            map.into_iter()
+                .filter(|(line, _)| !(line.starts_with("DECL_TAG ") && line.contains(" FUNC ")))
+                .collect()
+        };
+        let (a, b) = (
+            without(&types, &["FUNC_PROTO"]),
+            without_function_tags(without(&whole, &["FUNC", "FUNC_PROTO"])),
+        );
+        assert!(a == b, "{elf}: the types differ:\n{}", difference(&a, &b));
+        for (line, &n) in types
+            .iter()
+            .filter(|(line, _)| kind_of(line) == "FUNC_PROTO")
+        {
+            assert!(
+                whole.get(line).is_some_and(|&m| m >= n),
+                "{elf}: a prototype the whole conversion lacks: {line}"
+            );
+        }
+    }
+}

@@ -147,12 +147,7 @@ impl DwarfArgs {
     /// The BTF converted from `data`'s DWARF (read from `path`), if it is converted
     /// ([`btfgen::dwarf_input::convert`]); with its functions if `functions` (the whole BTF,
     /// not one to relocate against).
-    pub fn convert(
-        &self,
-        path: &Path,
-        data: &[u8],
-        functions: bool,
-    ) -> CliResult<Option<Vec<u8>>> {
+    pub fn convert(&self, path: &Path, data: &[u8], functions: bool) -> CliResult<Option<Vec<u8>>> {
         let progress = dwarf_progress::DwarfProgress::new(path);
         let how = btfgen::dwarf_input::ConvertOptions {
             progress: &|p| progress.tell(p),
