@@ -86,7 +86,14 @@ impl<'n, 'a> Attrs<'n, 'a> {
             };
             raw.skip_attributes(&specs[skipped..i])?;
             skipped = i + 1;
-            let attr = raw.read_attribute(*spec)?;
+            // Read in place, not moved out by `?`: the move copied gimli's result, just
+            // written field by field, with wider loads, and each waited for the stores to
+            // reach memory (store forwarding fails). A kernel's encode: 7% less CPU.
+            let read = raw.read_attribute(*spec);
+            let attr = match &read {
+                Ok(attr) => attr,
+                Err(e) => return Err(*e),
+            };
             let bit = 1u16 << slot;
             if present & bit == 0 {
                 let at = first + (present & (bit - 1)).count_ones() as usize;
