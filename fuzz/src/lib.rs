@@ -147,12 +147,24 @@ pub fn fuzz_dwarf(data: &[u8]) {
         (Err(_), Err(_)) => {}
         (a, b) => panic!("numbered in one pass: {a:?}; in two: {b:?}"),
     }
+    // Without functions (a conversion for relocating) it reads less, so it converts whatever
+    // the whole conversion does.
+    let types_only = btfgen::dwarf::Options {
+        functions: false,
+        ..btfgen::dwarf::Options::default()
+    };
+    let without_functions = btfgen::dwarf::to_btf_with(data, None, &types_only);
     let Ok(btf) = converted else {
         return;
     };
     let parsed = Btf::parse(&btf).unwrap_or_else(|e| panic!("to_btf's output does not parse: {e}"));
     exercise_btf(&parsed);
     check_round_trip(&parsed);
+    let types = without_functions
+        .unwrap_or_else(|e| panic!("converts with functions, not without them: {e}"));
+    let parsed = Btf::parse(&types)
+        .unwrap_or_else(|e| panic!("the output without functions does not parse: {e}"));
+    exercise_btf(&parsed);
 }
 
 /// A `dwz -m` input and its supplementary file, split where the first 4 bytes (u32 LE) say:
