@@ -64,9 +64,9 @@ WHOLE_PROGRAM = CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNIT
 # set for every crate, it would also reach the proc-macro crates, which cannot be static.
 # relocation-model=static links a fixed-address executable, not a static PIE: nothing to
 # relocate at start-up (a static PIE rewrote every page of pointers first, one copy-on-write
-# fault each), 0.2 ms less for `btfgen --version` and 13% less for a one-object min-core-btf
-# (benches/measure.py, 41 rounds). The price is no address randomization of this binary; the
-# package's (`make bin`, `make deb`) stays a PIE.
+# fault each): `btfgen --version` 0.2 ms sooner, a one-object min-core-btf 0.4 ms (2.69
+# against 3.08 ms, benches/measure.py, 41 rounds, the other core busy). The price is no
+# address randomization of this binary; the package's (`make bin`, `make deb`) stays a PIE.
 cli:
 	$(WHOLE_PROGRAM) $(CARGO) rustc --release --bin btfgen --target-dir target/static -- -C target-feature=+crt-static -C relocation-model=static
 

@@ -59,11 +59,13 @@ pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
     for (id, (offset, entry)) in (start..).zip(btf.records()) {
         // A type of a kind btfgen does not know is only stepped over; nothing may refer to it.
         if let Entry::Type(ty) = entry? {
-            // Within this reservation, the edges `check_type` reports are pushed without
-            // allocating.
-            graph.edges.try_reserve(ty.referenced_count())?;
             // A pointer's target is no value edge: a struct may point to itself.
             let is_ptr = matches!(ty.kind, TypeKind::Ptr(_));
+            // Within this reservation, the edges `check_type` reports are pushed without
+            // allocating.
+            graph
+                .edges
+                .try_reserve(if is_ptr { 0 } else { ty.referenced_count() })?;
             check_type(btf, &ty, offset, |target| {
                 if !is_ptr && target >= start {
                     graph.edges.push(target - start);

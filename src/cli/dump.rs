@@ -1,7 +1,9 @@
 //! `btfgen dump FILE [--base-btf BASE]`: print every type of a BTF exactly as
 //! `bpftool btf dump file FILE [--base-btf BASE]` does.
 
-use super::{CliError, CliResult, DwarfArgs, SYSFS_BTF_DIR, SYSFS_VMLINUX, context, read_file};
+use super::{
+    CliError, CliResult, ConvertFor, DwarfArgs, SYSFS_BTF_DIR, SYSFS_VMLINUX, context, read_file,
+};
 use btfgen::btf::{Btf, dump};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -37,7 +39,9 @@ pub fn run(args: &DumpArgs) -> CliResult<ExitCode> {
         _ => None,
     };
     let data = read_file(&args.file)?;
-    let converted = args.dwarf.convert(&args.file, &data, true)?;
+    let converted = args
+        .dwarf
+        .convert(&args.file, &data, ConvertFor::WholeBtf)?;
     let bytes = converted.as_deref().unwrap_or(&data);
     let btf = Btf::parse_raw_or_elf(bytes, base.as_ref()).map_err(context(args.file.display()))?;
     match write_dump(&btf, &args.file) {

@@ -5,7 +5,7 @@
 //! memory. With `--base-btf BASE`, INPUT is a kernel module's debug `.ko` and the output its
 //! split BTF over BASE, as `pahole -J --btf_base BASE` writes it.
 
-use super::{BaseInput, CliError, CliResult, DwarfArgs, Input, context, write_atomic};
+use super::{BaseInput, CliError, CliResult, ConvertFor, DwarfArgs, Input, context, write_atomic};
 use btfgen::btf::Btf;
 use btfgen::btf::split::SplitBase;
 use std::path::PathBuf;
@@ -51,13 +51,13 @@ pub fn run(args: &EncodeArgs) -> CliResult<ExitCode> {
                 &split_base,
                 &base_path.display().to_string(),
                 &dwarf,
-                true,
+                ConvertFor::WholeBtf,
             )?;
             (split.bytes, split.split_types)
         }
         None => {
             let btf = dwarf
-                .convert(&args.input, &input, true)?
+                .convert(&args.input, &input, ConvertFor::WholeBtf)?
                 .ok_or_else(|| CliError(format!("internal error: {name}: not converted")))?;
             let types = Btf::parse(&btf)
                 .map_err(|e| CliError(format!("internal error: {name}: the converted BTF: {e}")))?

@@ -143,16 +143,38 @@ pub struct DwarfArgs {
     pub dwarf_alt: Option<PathBuf>,
 }
 
+/// What a DWARF input is converted for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvertFor {
+    /// Relocating against it: its types alone, which are all relocation reads.
+    Relocating,
+    /// The whole BTF, functions included, as pahole writes it (`encode`, `dump`).
+    WholeBtf,
+}
+
+impl ConvertFor {
+    /// How [`btfgen::dwarf_input`] converts for this.
+    fn options(self) -> btfgen::dwarf_input::ConvertOptions<'static> {
+        btfgen::dwarf_input::ConvertOptions {
+            functions: self == ConvertFor::WholeBtf,
+            ..Default::default()
+        }
+    }
+}
+
 impl DwarfArgs {
-    /// The BTF converted from `data`'s DWARF (read from `path`), if it is converted
-    /// ([`btfgen::dwarf_input::convert`]); with its functions if `functions` (the whole BTF,
-    /// not one to relocate against).
-    pub fn convert(&self, path: &Path, data: &[u8], functions: bool) -> CliResult<Option<Vec<u8>>> {
+    /// The BTF converted from `data`'s DWARF (read from `path`) for `purpose`, if it is
+    /// converted ([`btfgen::dwarf_input::convert`]).
+    pub fn convert(
+        &self,
+        path: &Path,
+        data: &[u8],
+        purpose: ConvertFor,
+    ) -> CliResult<Option<Vec<u8>>> {
         let progress = dwarf_progress::DwarfProgress::new(path);
         let how = btfgen::dwarf_input::ConvertOptions {
             progress: &|p| progress.tell(p),
-            threads: true,
-            functions,
+            ..purpose.options()
         };
         btfgen::dwarf_input::convert(path, data, self.from_dwarf, self.dwarf_alt.as_deref(), &how)
             .map_err(|e| match e {
@@ -182,7 +204,7 @@ impl BaseInput {
     /// kernel at `path`.
     pub fn read(path: &Path) -> CliResult<BaseInput> {
         let file = Input::open(path)?;
-        let converted = DwarfArgs::default().convert(path, &file, true)?;
+        let converted = DwarfArgs::default().convert(path, &file, ConvertFor::WholeBtf)?;
         Ok(BaseInput {
             name: path.display().to_string(),
             file,
@@ -201,20 +223,17 @@ impl BaseInput {
 }
 
 /// Kernel module `path` (its bytes `data`), a debug `.ko`, converted to split BTF over
-/// `base` (named `base_name`; [`btfgen::dwarf_input::convert_module`]), with its functions
-/// if `functions`; `dwarf.dwarf_alt` is its supplementary file, if it names one.
+/// `base` (named `base_name`; [`btfgen::dwarf_input::convert_module`]) for `purpose`;
+/// `dwarf.dwarf_alt` is its supplementary file, if it names one.
 pub fn split_module(
     path: &Path,
     data: &[u8],
     base: &SplitBase<'_>,
     base_name: &str,
     dwarf: &DwarfArgs,
-    functions: bool,
+    purpose: ConvertFor,
 ) -> CliResult<btfgen::btf::split::Split> {
-    let how = btfgen::dwarf_input::ConvertOptions {
-        functions,
-        ..Default::default()
-    };
+    let how = purpose.options();
     btfgen::dwarf_input::convert_module(path, data, base, dwarf.dwarf_alt.as_deref(), &how).map_err(
         |e| match e {
             btfgen::dwarf_input::DwarfInputError::NotTheBase(_) => {
@@ -256,7 +275,7 @@ impl TargetFiles {
         dwarf: &DwarfArgs,
     ) -> CliResult<Self> {
         let (name, file) = load(main)?;
-        let (main, dwarf_file) = match dwarf.convert(main, &file, false)? {
+        let (main, dwarf_file) = match dwarf.convert(main, &file, ConvertFor::Relocating)? {
             Some(btf) => ((name, Input::Read(btf)), Some(file)),
             None => ((name, file), None),
         };
@@ -301,7 +320,14 @@ impl TargetFiles {
                 if !btfgen::dwarf::module_converts(data, dwarf.from_dwarf) {
                     continue;
                 }
-                let split = split_module(path, data, &split_base, &main.0, &module_dwarf, false)?;
+                let split = split_module(
+                    path,
+                    data,
+                    &split_base,
+                    &main.0,
+                    &module_dwarf,
+                    ConvertFor::Relocating,
+                )?;
                 let file = std::mem::replace(data, Input::Read(split.bytes));
                 self._module_files.push(file);
             }

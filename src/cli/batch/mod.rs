@@ -725,10 +725,12 @@ fn minimize(
     };
     // A debug vmlinux's DWARF becomes its BTF here, as min-core-btf converts its INPUT: its
     // types, and its functions too only for the whole BTF kept.
-    let how = btfgen::dwarf_input::ConvertOptions {
-        functions: keep_full.is_some(),
-        ..Default::default()
-    };
+    let how = if keep_full.is_some() {
+        super::ConvertFor::WholeBtf
+    } else {
+        super::ConvertFor::Relocating
+    }
+    .options();
     let converted = btfgen::dwarf_input::convert(&kernel.input, data, false, None, &how)
         .map_err(context(&name))?;
     if let (Some(dir), Some(full)) = (keep_full, &converted) {
