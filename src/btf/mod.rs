@@ -189,8 +189,18 @@ impl<'a> Btf<'a> {
 
     /// Own type `id`, whose record is at `offset`: decoded, and checked on first use.
     fn type_at(&self, id: u32, offset: usize) -> Result<Type<'a>> {
+        let (len, info) = self
+            .index
+            .record(self.types, self.endian, offset)
+            .ok_or_else(|| self.index.bad_record(self.types, self.endian, offset, id))?;
+        self.type_in_record(id, (offset, len, info))
+    }
+
+    /// [`Btf::type_at`] for a record whose length and header word the caller has read.
+    fn type_in_record(&self, id: u32, record: (usize, usize, u32)) -> Result<Type<'a>> {
+        let (offset, ..) = record;
         let index = (id - self.start_id) as usize;
-        let ty = parse::decode(&self.index, self.types, self.endian, offset, id)?;
+        let ty = parse::decode(self.types, self.endian, record, id)?;
         if let Some(word) = self.validated.get(index / 64) {
             let bit = 1u64 << (index % 64);
             if word.load(Ordering::Relaxed) & bit == 0 {
@@ -348,7 +358,8 @@ impl<'a> Btf<'a> {
                         vlen: (info & 0xffff) as u16,
                     }))
                 }
-                _ => self.type_at(id, at).map(Entry::Type),
+                Some((len, info)) => self.type_in_record(id, (at, len, info)).map(Entry::Type),
+                None => Err(self.index.bad_record(self.types, self.endian, at, id)),
             };
             (at, entry)
         })

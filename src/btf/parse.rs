@@ -288,18 +288,15 @@ fn check_strings(raw: &[u8], split: bool, validation: Validation) -> Result<&[u8
     Ok(raw)
 }
 
-/// Decode the record at `pos` (already bounds-checked by [`TypeIndex::build`] over `types`).
-/// A record of a kind btfgen does not know (skipped by the layout section) does not decode.
+/// Decode the record at `pos`, of `len` bytes with header word `info` (as
+/// [`TypeIndex::record`] gives them, bounds-checked over `types`). A record of a kind btfgen
+/// does not know (skipped by the layout section) does not decode.
 pub(super) fn decode<'a>(
-    index: &TypeIndex,
     types: &'a [u8],
     endian: Endianness,
-    pos: usize,
+    (pos, len, info): (usize, usize, u32),
     id: u32,
 ) -> Result<Type<'a>> {
-    let (len, info) = index
-        .record(types, endian, pos)
-        .ok_or_else(|| index.bad_record(types, endian, pos, id))?;
     let word = |i: usize| read_u32(types, pos + 4 * i, endian).unwrap_or(0);
     let name_off = word(0);
     let size_or_type = word(2);

@@ -186,6 +186,25 @@ impl<'a> Records<'a> {
             .is_some_and(|end| end <= self.bytes.len())
     }
 
+    /// Every record as its `N` words, in order: one sequential pass with no per-word bounds
+    /// arithmetic, for the loops over every member of a struct. Records of another length than
+    /// `N` words give none.
+    pub(crate) fn words<const N: usize>(&self) -> impl Iterator<Item = [u32; N]> + use<'a, N> {
+        let endian = self.endian;
+        let bytes = if self.record_len == 4 * N {
+            self.bytes
+        } else {
+            &[]
+        };
+        bytes.chunks_exact(4 * N).map(move |record| {
+            core::array::from_fn(|w| {
+                record
+                    .get(4 * w..4 * w + 4)
+                    .map_or(0, |b| endian.read_u32([b[0], b[1], b[2], b[3]]))
+            })
+        })
+    }
+
     /// Word `word` of record `index`; records were bounds-checked when the type was decoded, so
     /// an out-of-range request is the caller's bug and reads as 0 rather than panicking.
     pub(crate) fn word(&self, index: usize, word: usize) -> u32 {
@@ -222,6 +241,25 @@ pub struct Member {
     pub bitfield_size: u32,
 }
 
+impl Member {
+    /// The member a record's words (name, type, offset) describe, in a struct whose kind_flag is
+    /// `kind_flag`.
+    fn from_words([name_off, type_id, raw_offset]: [u32; 3], kind_flag: bool) -> Member {
+        let (bit_offset, bitfield_size) = if kind_flag {
+            (raw_offset & 0x00ff_ffff, raw_offset >> 24)
+        } else {
+            (raw_offset, 0)
+        };
+        Member {
+            name_off,
+            type_id,
+            raw_offset,
+            bit_offset,
+            bitfield_size,
+        }
+    }
+}
+
 impl<'a> Composite<'a> {
     /// Number of members.
     pub fn len(&self) -> usize {
@@ -235,27 +273,20 @@ impl<'a> Composite<'a> {
 
     /// Member `index`, `None` past the end.
     pub fn member(&self, index: usize) -> Option<Member> {
-        if !self.records.has(index) {
-            return None;
-        }
-        let raw_offset = self.records.word(index, 2);
-        let (bit_offset, bitfield_size) = if self.kind_flag {
-            (raw_offset & 0x00ff_ffff, raw_offset >> 24)
-        } else {
-            (raw_offset, 0)
-        };
-        Some(Member {
-            name_off: self.records.word(index, 0),
-            type_id: self.records.word(index, 1),
-            raw_offset,
-            bit_offset,
-            bitfield_size,
+        self.records.has(index).then(|| {
+            Member::from_words(
+                [0, 1, 2].map(|word| self.records.word(index, word)),
+                self.kind_flag,
+            )
         })
     }
 
     /// All members in order.
     pub fn members(&self) -> impl Iterator<Item = Member> + '_ {
-        (0..self.len()).filter_map(|i| self.member(i))
+        let kind_flag = self.kind_flag;
+        self.records
+            .words()
+            .map(move |words| Member::from_words(words, kind_flag))
     }
 }
 
@@ -366,7 +397,9 @@ impl<'a> FuncProto<'a> {
 
     /// All parameters in order.
     pub fn params(&self) -> impl Iterator<Item = Param> + '_ {
-        (0..self.len()).filter_map(|i| self.param(i))
+        self.records
+            .words()
+            .map(|[name_off, type_id]| Param { name_off, type_id })
     }
 }
 
@@ -411,7 +444,13 @@ impl<'a> Datasec<'a> {
 
     /// All variables in order.
     pub fn vars(&self) -> impl Iterator<Item = VarSecInfo> + '_ {
-        (0..self.len()).filter_map(|i| self.var(i))
+        self.records
+            .words()
+            .map(|[type_id, offset, size]| VarSecInfo {
+                type_id,
+                offset,
+                size,
+            })
     }
 }
 
