@@ -198,13 +198,14 @@ impl<'a> Btf<'a> {
 
     /// [`Btf::type_at`] for a record whose length and header word the caller has read.
     fn type_in_record(&self, id: u32, record: (usize, usize, u32)) -> Result<Type<'a>> {
-        let (offset, ..) = record;
         let index = (id - self.start_id) as usize;
         let ty = parse::decode(self.types, self.endian, record, id)?;
-        if let Some(word) = self.validated.get(index / 64) {
+        if let Some(word) = self.validated.get(index / 64)
+            && let Some(kind) = ty.kind()
+        {
             let bit = 1u64 << (index % 64);
             if word.load(Ordering::Relaxed) & bit == 0 {
-                validate::check_type(self, &ty, offset, |_| {})?;
+                validate::check_record(self, id, kind, record, |_| {})?;
                 word.fetch_or(bit, Ordering::Relaxed);
             }
         }
@@ -365,15 +366,15 @@ impl<'a> Btf<'a> {
         })
     }
 
-    /// `(id, offset, info)` of every type this BTF defines, in id order, from the record
-    /// headers alone (no decoding): one sequential walk, for scans over every type.
-    pub(super) fn headers(&self) -> impl Iterator<Item = (u32, usize, u32)> + '_ {
+    /// `(id, (offset, length, info))` of every type this BTF defines, in id order, from the
+    /// record headers alone (no decoding): one sequential walk, for scans over every type.
+    pub(super) fn headers(&self) -> impl Iterator<Item = (u32, (usize, usize, u32))> + '_ {
         let mut offset = 0;
         (self.start_id..self.type_cnt()).map_while(move |id| {
             let at = offset;
             let (len, info) = self.index.record(self.types, self.endian, at)?;
             offset += len;
-            Some((id, at, info))
+            Some((id, (at, len, info)))
         })
     }
 

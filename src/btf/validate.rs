@@ -2,9 +2,9 @@
 //! kind's fixed fields, every referenced id and string offset, and no cycle that does not pass
 //! through a pointer (such a cycle would make size resolution loop).
 
-use super::layout::UNUSED_INFO_BITS;
-use super::types::{Type, TypeKind};
-use super::{Btf, Entry, Kind};
+use super::layout::{TYPE_HEADER_LEN, UNUSED_INFO_BITS};
+use super::types::{Records, TypeKind};
+use super::{Btf, Kind};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
@@ -33,7 +33,7 @@ pub(super) fn find_long_type(btf: &Btf<'_>) -> Result<Option<u32>> {
     }
     // One walk over the headers: looking each id up (`name_off_and_kind`) costs a short walk
     // from its index checkpoint, and a sorted BTF (Linux 7.1) puts `long` far from the start.
-    for (id, _, info) in btf.headers() {
+    for (id, (_, _, info)) in btf.headers() {
         if Kind::from_raw((info >> 24) & 0x1f) != Some(Kind::Int) {
             continue;
         }
@@ -56,26 +56,31 @@ pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
         ends: fallible::vec_with_capacity((btf.type_cnt() - start) as usize)?,
         edges: Vec::new(),
     };
-    for (id, (offset, entry)) in (start..).zip(btf.records()) {
+    for (id, record) in btf.headers() {
+        let (_, _, info) = record;
         // A type of a kind btfgen does not know is only stepped over; nothing may refer to it.
-        if let Entry::Type(ty) = entry? {
+        if let Some(kind) = Kind::from_raw((info >> 24) & 0x1f) {
             // A pointer's target is no value edge: a struct may point to itself.
-            let is_ptr = matches!(ty.kind, TypeKind::Ptr(_));
-            // Within this reservation, the edges `check_type` reports are pushed without
-            // allocating.
-            graph
-                .edges
-                .try_reserve(if is_ptr { 0 } else { ty.referenced_count() })?;
-            check_type(btf, &ty, offset, |target| {
+            let is_ptr = kind == Kind::Ptr;
+            // Within this reservation (a record's references: its entries', or at most two),
+            // the edges `check_record` reports are pushed without allocating.
+            graph.edges.try_reserve(if is_ptr {
+                0
+            } else {
+                (info & 0xffff) as usize + 2
+            })?;
+            check_record(btf, id, kind, record, |target| {
                 if !is_ptr && target >= start {
                     graph.edges.push(target - start);
                 }
             })?;
-            if long_type.is_none()
-                && let TypeKind::Int { size: 4 | 8, .. } = ty.kind
-                && LONG_NAMES.contains(&btf.name(ty.name_off)?)
-            {
-                long_type = Some(id);
+            if long_type.is_none() && kind == Kind::Int {
+                let ty = btf.type_in_record(id, record)?;
+                if let TypeKind::Int { size: 4 | 8, .. } = ty.kind
+                    && LONG_NAMES.contains(&btf.name(ty.name_off)?)
+                {
+                    long_type = Some(id);
+                }
             }
         }
         // Within `ends`' capacity: one entry per own type.
@@ -89,26 +94,28 @@ fn bad(id: u32, reason: &'static str) -> Error {
     Error::BadType { id, reason }
 }
 
-fn check_ref(btf: &Btf<'_>, id: u32, target: u32) -> Result<()> {
+/// Check reference `target` of type `id`, then report it to `reference`.
+#[inline(always)]
+fn check_ref(btf: &Btf<'_>, id: u32, target: u32, reference: &mut impl FnMut(u32)) -> Result<()> {
     if target >= btf.type_cnt() {
         return Err(bad(id, "references a type id that does not exist"));
     }
     if btf.is_unknown_kind(target) {
         return Err(bad(id, "references a type of a kind btfgen does not know"));
     }
+    reference(target);
     Ok(())
 }
 
 /// vlen and kind_flag must be zero where the kind gives them no meaning, as the kernel checks.
-fn check_header_flags(ty: &Type<'_>, vlen: u16, kind_flag: bool) -> Result<()> {
-    let Some(kind) = ty.kind() else { return Ok(()) };
+fn check_header_flags(id: u32, kind: Kind, vlen: u16, kind_flag: bool) -> Result<()> {
     use Kind::*;
     let takes_vlen = matches!(
         kind,
         Struct | Union | Enum | Enum64 | FuncProto | Datasec | Func
     );
     if vlen != 0 && !takes_vlen {
-        return Err(bad(ty.id, "vlen set on a kind without entries"));
+        return Err(bad(id, "vlen set on a kind without entries"));
     }
     // Newer kernels give DECL_TAG and TYPE_TAG a kind_flag (attribute tags).
     let takes_flag = matches!(
@@ -116,7 +123,7 @@ fn check_header_flags(ty: &Type<'_>, vlen: u16, kind_flag: bool) -> Result<()> {
         Struct | Union | Enum | Enum64 | Fwd | DeclTag | TypeTag
     );
     if kind_flag && !takes_flag {
-        return Err(bad(ty.id, "kind_flag set on a kind without one"));
+        return Err(bad(id, "kind_flag set on a kind without one"));
     }
     Ok(())
 }
@@ -133,17 +140,32 @@ fn check_name(btf: &Btf<'_>, id: u32, name_off: u32) -> Result<bool> {
     Ok(first == 0)
 }
 
-/// Check own type `ty`, whose record is at `record` in the type section, calling `reference`
-/// with each type id it refers to, once checked (in [`Type::referenced_ids`]'s order).
-pub(super) fn check_type(
+/// Check own type `id`, of known kind `kind`, whose record (offset, length, header word) is
+/// `record` in the type section, calling `reference` with each type id it refers to, once
+/// checked (in [`Type::referenced_ids`]'s order). Reads the record's words, not a decoded
+/// [`Type`]: validation in full checks every record once, and decoding them cost more than
+/// the checks.
+///
+/// [`Type`]: super::Type
+/// [`Type::referenced_ids`]: super::Type::referenced_ids
+pub(super) fn check_record(
     btf: &Btf<'_>,
-    ty: &Type<'_>,
-    record: usize,
+    id: u32,
+    kind: Kind,
+    (record, len, info): (usize, usize, u32),
     mut reference: impl FnMut(u32),
 ) -> Result<()> {
-    let id = ty.id;
-    let anonymous = check_name(btf, id, ty.name_off)?;
-    let info = btf.raw_word(record, 1)?;
+    let word = |i: usize| btf.raw_word(record, i);
+    // The entries after the header, as the type's decoded view reads them.
+    let entries = |record_len| Records {
+        bytes: btf
+            .types
+            .get(record + TYPE_HEADER_LEN..record + len)
+            .unwrap_or(&[]),
+        endian: btf.endian,
+        record_len,
+    };
+    let anonymous = check_name(btf, id, word(0)?)?;
     // Linux 7.1 keeps a 5-bit kind and a 16-bit vlen; later encoders widen both into these
     // bits, and such records would be misread.
     if info & UNUSED_INFO_BITS != 0 {
@@ -152,134 +174,136 @@ pub(super) fn check_type(
             "info bits unused up to Linux 7.1 (16..23, 29..30) are set",
         ));
     }
-    check_header_flags(ty, (info & 0xffff) as u16, info >> 31 != 0)?;
+    let vlen = (info & 0xffff) as u16;
+    let kind_flag = info >> 31 != 0;
+    check_header_flags(id, kind, vlen, kind_flag)?;
+    let size_or_type = word(2)?;
+    use Kind::*;
     // Composites, prototypes and sections check their references in their own loops below.
-    if !matches!(
-        ty.kind,
-        TypeKind::Struct(_) | TypeKind::Union(_) | TypeKind::FuncProto(_) | TypeKind::Datasec(_)
-    ) {
-        for target in ty.referenced_ids() {
-            check_ref(btf, id, target)?;
-            reference(target);
+    match kind {
+        Ptr | Typedef | Volatile | Const | Restrict | TypeTag | Func | Var | DeclTag => {
+            check_ref(btf, id, size_or_type, &mut reference)?;
         }
+        Array => {
+            check_ref(btf, id, word(3)?, &mut reference)?;
+            check_ref(btf, id, word(4)?, &mut reference)?;
+        }
+        Int | Enum | Enum64 | Fwd | Float | Struct | Union | FuncProto | Datasec => {}
     }
-    match &ty.kind {
-        TypeKind::Void => {}
-        TypeKind::Int {
-            size,
-            offset,
-            bits,
-            encoding,
-        } => {
-            if btf.raw_word(record, 3)? & 0xf000_0000 != 0 {
+    match kind {
+        Int => {
+            let data = word(3)?;
+            if data & 0xf000_0000 != 0 {
                 return Err(bad(id, "INT has unused bits set"));
             }
-            if !matches!(size, 1 | 2 | 4 | 8 | 16) {
+            let (encoding, offset, bits) = ((data >> 24) & 0x0f, (data >> 16) & 0xff, data & 0xff);
+            if !matches!(size_or_type, 1 | 2 | 4 | 8 | 16) {
                 return Err(bad(id, "INT size must be 1, 2, 4, 8 or 16"));
             }
-            if u32::from(*bits) > 128 || u32::from(*offset) + u32::from(*bits) > size * 8 {
+            if bits > 128 || offset + bits > size_or_type * 8 {
                 return Err(bad(id, "INT bits exceed its size"));
             }
             if encoding.count_ones() > 1 {
                 return Err(bad(id, "INT has more than one encoding"));
             }
         }
-        TypeKind::Ptr(_) | TypeKind::Volatile(_) | TypeKind::Const(_) | TypeKind::Restrict(_) => {
+        Ptr | Volatile | Const | Restrict => {
             if !anonymous {
                 return Err(bad(id, "pointer or modifier has a name"));
             }
         }
-        TypeKind::Typedef(_) | TypeKind::TypeTag(_) | TypeKind::DeclTag { .. } => {
+        Typedef | TypeTag | DeclTag => {
             if anonymous {
                 return Err(bad(id, "typedef, type tag or decl tag has no name"));
             }
         }
-        TypeKind::Func { proto, linkage } => {
+        Func => {
             if anonymous {
                 return Err(bad(id, "FUNC has no name"));
             }
             // static, global, extern (BPF objects declare extern kfuncs)
-            if *linkage > 2 {
+            if vlen > 2 {
                 return Err(bad(id, "FUNC linkage unknown"));
             }
-            if btf.name_off_and_kind(*proto)?.1 != Some(Kind::FuncProto) {
+            if btf.name_off_and_kind(size_or_type)?.1 != Some(Kind::FuncProto) {
                 return Err(bad(id, "FUNC does not point at a FUNC_PROTO"));
             }
         }
-        TypeKind::Var { linkage, .. } => {
+        Var => {
             if anonymous {
                 return Err(bad(id, "VAR has no name"));
             }
             // static, global, extern (BPF objects declare extern variables)
-            if *linkage > 2 {
+            if word(3)? > 2 {
                 return Err(bad(id, "VAR linkage unknown"));
             }
         }
-        TypeKind::Array(array) => {
-            if array.elem_type == 0 {
+        Array => {
+            if word(3)? == 0 {
                 return Err(bad(id, "ARRAY of void"));
             }
         }
-        TypeKind::Struct(c) | TypeKind::Union(c) => {
-            let is_union = ty.kind() == Some(Kind::Union);
+        Struct | Union => {
             let mut last_offset = 0;
-            for m in c.members() {
-                check_ref(btf, id, m.type_id)?;
-                reference(m.type_id);
-                check_name(btf, id, m.name_off)?;
-                if c.kind_flag && m.bitfield_size > 128 {
+            for [name_off, type_id, raw_offset] in entries(12).words() {
+                check_ref(btf, id, type_id, &mut reference)?;
+                check_name(btf, id, name_off)?;
+                let (bit_offset, bitfield_size) = if kind_flag {
+                    (raw_offset & 0x00ff_ffff, raw_offset >> 24)
+                } else {
+                    (raw_offset, 0)
+                };
+                if kind_flag && bitfield_size > 128 {
                     return Err(bad(id, "member bitfield larger than 128 bits"));
                 }
-                if is_union && m.bit_offset != 0 {
+                if kind == Union && bit_offset != 0 {
                     return Err(bad(id, "union member at non-zero offset"));
                 }
-                if m.bit_offset < last_offset {
+                if bit_offset < last_offset {
                     return Err(bad(id, "member offsets not increasing"));
                 }
-                if m.bit_offset.div_ceil(8) > c.size {
+                if bit_offset.div_ceil(8) > size_or_type {
                     return Err(bad(id, "member offset past the end of the struct"));
                 }
-                last_offset = m.bit_offset;
+                last_offset = bit_offset;
             }
         }
-        TypeKind::Enum(e) | TypeKind::Enum64(e) => {
-            if !matches!(e.size, 1 | 2 | 4 | 8) {
+        Enum | Enum64 => {
+            if !matches!(size_or_type, 1 | 2 | 4 | 8) {
                 return Err(bad(id, "enum size must be 1, 2, 4 or 8"));
             }
-            for v in e.values() {
-                if check_name(btf, id, v.name_off)? {
+            let values = entries(if kind == Enum64 { 12 } else { 8 });
+            for index in 0..values.len() {
+                if check_name(btf, id, values.word(index, 0))? {
                     return Err(bad(id, "enumerator has no name"));
                 }
             }
         }
-        TypeKind::Fwd { .. } => {
+        Fwd => {
             if anonymous {
                 return Err(bad(id, "FWD has no name"));
             }
         }
-        TypeKind::FuncProto(p) => {
-            check_ref(btf, id, p.return_type)?;
-            reference(p.return_type);
-            for param in p.params() {
-                check_ref(btf, id, param.type_id)?;
-                reference(param.type_id);
-                check_name(btf, id, param.name_off)?;
+        FuncProto => {
+            check_ref(btf, id, size_or_type, &mut reference)?;
+            for [name_off, type_id] in entries(8).words() {
+                check_ref(btf, id, type_id, &mut reference)?;
+                check_name(btf, id, name_off)?;
             }
         }
-        TypeKind::Datasec(d) => {
+        Datasec => {
             if anonymous {
                 return Err(bad(id, "DATASEC has no name"));
             }
-            for v in d.vars() {
-                check_ref(btf, id, v.type_id)?;
-                reference(v.type_id);
-                if v.type_id == 0 {
+            for [type_id, _, _] in entries(12).words() {
+                check_ref(btf, id, type_id, &mut reference)?;
+                if type_id == 0 {
                     return Err(bad(id, "DATASEC entry of void"));
                 }
             }
         }
-        TypeKind::Float { size } => {
-            if !matches!(size, 2 | 4 | 8 | 12 | 16) {
+        Float => {
+            if !matches!(size_or_type, 2 | 4 | 8 | 12 | 16) {
                 return Err(bad(id, "FLOAT size must be 2, 4, 8, 12 or 16"));
             }
         }

@@ -77,7 +77,7 @@ fn load(
     arena
         .recs
         .try_reserve((btf.type_cnt() - btf.start_id()) as usize)?;
-    for (type_id, at, info) in btf.headers() {
+    for (type_id, (at, _, info)) in btf.headers() {
         let kind = Kind::from_raw((info >> 24) & 0x1f).ok_or(Error::BadType {
             id: type_id,
             reason: "a kind btfgen does not know cannot be split",
