@@ -244,7 +244,7 @@ pub struct Member {
 impl Member {
     /// The member a record's words (name, type, offset) describe, in a struct whose kind_flag is
     /// `kind_flag`.
-    fn from_words([name_off, type_id, raw_offset]: [u32; 3], kind_flag: bool) -> Member {
+    pub(crate) fn from_words([name_off, type_id, raw_offset]: [u32; 3], kind_flag: bool) -> Member {
         let (bit_offset, bitfield_size) = if kind_flag {
             (raw_offset & 0x00ff_ffff, raw_offset >> 24)
         } else {

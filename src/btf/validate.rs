@@ -3,7 +3,7 @@
 //! through a pointer (such a cycle would make size resolution loop).
 
 use super::layout::{TYPE_HEADER_LEN, UNUSED_INFO_BITS};
-use super::types::{Records, TypeKind};
+use super::types::{Member, Records, TypeKind};
 use super::{Btf, Kind};
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -33,18 +33,24 @@ pub(super) fn find_long_type(btf: &Btf<'_>) -> Result<Option<u32>> {
     }
     // One walk over the headers: looking each id up (`name_off_and_kind`) costs a short walk
     // from its index checkpoint, and a sorted BTF (Linux 7.1) puts `long` far from the start.
-    for (id, (_, _, info)) in btf.headers() {
+    for (id, record) in btf.headers() {
+        let (_, _, info) = record;
         if Kind::from_raw((info >> 24) & 0x1f) != Some(Kind::Int) {
             continue;
         }
-        let ty = btf.type_by_id(id)?;
-        if let TypeKind::Int { size: 4 | 8, .. } = ty.kind
-            && LONG_NAMES.contains(&btf.name(ty.name_off)?)
-        {
+        if is_long(btf, id, record)? {
             return Ok(Some(id));
         }
     }
     Ok(None)
+}
+
+/// Whether own type `id`, an INT whose record is `record`, is a 4- or 8-byte integer named
+/// like `long`.
+fn is_long(btf: &Btf<'_>, id: u32, record: (usize, usize, u32)) -> Result<bool> {
+    let ty = btf.type_in_record(id, record)?;
+    Ok(matches!(ty.kind, TypeKind::Int { size: 4 | 8, .. })
+        && LONG_NAMES.contains(&btf.name(ty.name_off)?))
 }
 
 /// Validate every type this BTF defines; returns the first 4- or 8-byte integer named like
@@ -74,13 +80,8 @@ pub(super) fn validate(btf: &Btf<'_>) -> Result<Option<u32>> {
                     graph.edges.push(target - start);
                 }
             })?;
-            if long_type.is_none() && kind == Kind::Int {
-                let ty = btf.type_in_record(id, record)?;
-                if let TypeKind::Int { size: 4 | 8, .. } = ty.kind
-                    && LONG_NAMES.contains(&btf.name(ty.name_off)?)
-                {
-                    long_type = Some(id);
-                }
+            if long_type.is_none() && kind == Kind::Int && is_long(btf, id, record)? {
+                long_type = Some(id);
             }
         }
         // Within `ends`' capacity: one entry per own type.
@@ -179,17 +180,7 @@ pub(super) fn check_record(
     check_header_flags(id, kind, vlen, kind_flag)?;
     let size_or_type = word(2)?;
     use Kind::*;
-    // Composites, prototypes and sections check their references in their own loops below.
-    match kind {
-        Ptr | Typedef | Volatile | Const | Restrict | TypeTag | Func | Var | DeclTag => {
-            check_ref(btf, id, size_or_type, &mut reference)?;
-        }
-        Array => {
-            check_ref(btf, id, word(3)?, &mut reference)?;
-            check_ref(btf, id, word(4)?, &mut reference)?;
-        }
-        Int | Enum | Enum64 | Fwd | Float | Struct | Union | FuncProto | Datasec => {}
-    }
+    // Each kind checks its references as it reads them, in record order, and its own fields.
     match kind {
         Int => {
             let data = word(3)?;
@@ -208,16 +199,19 @@ pub(super) fn check_record(
             }
         }
         Ptr | Volatile | Const | Restrict => {
+            check_ref(btf, id, size_or_type, &mut reference)?;
             if !anonymous {
                 return Err(bad(id, "pointer or modifier has a name"));
             }
         }
         Typedef | TypeTag | DeclTag => {
+            check_ref(btf, id, size_or_type, &mut reference)?;
             if anonymous {
                 return Err(bad(id, "typedef, type tag or decl tag has no name"));
             }
         }
         Func => {
+            check_ref(btf, id, size_or_type, &mut reference)?;
             if anonymous {
                 return Err(bad(id, "FUNC has no name"));
             }
@@ -230,6 +224,7 @@ pub(super) fn check_record(
             }
         }
         Var => {
+            check_ref(btf, id, size_or_type, &mut reference)?;
             if anonymous {
                 return Err(bad(id, "VAR has no name"));
             }
@@ -239,33 +234,32 @@ pub(super) fn check_record(
             }
         }
         Array => {
-            if word(3)? == 0 {
+            let element = word(3)?;
+            check_ref(btf, id, element, &mut reference)?;
+            check_ref(btf, id, word(4)?, &mut reference)?;
+            if element == 0 {
                 return Err(bad(id, "ARRAY of void"));
             }
         }
         Struct | Union => {
             let mut last_offset = 0;
-            for [name_off, type_id, raw_offset] in entries(12).words() {
-                check_ref(btf, id, type_id, &mut reference)?;
-                check_name(btf, id, name_off)?;
-                let (bit_offset, bitfield_size) = if kind_flag {
-                    (raw_offset & 0x00ff_ffff, raw_offset >> 24)
-                } else {
-                    (raw_offset, 0)
-                };
-                if kind_flag && bitfield_size > 128 {
+            for words in entries(12).words() {
+                let m = Member::from_words(words, kind_flag);
+                check_ref(btf, id, m.type_id, &mut reference)?;
+                check_name(btf, id, m.name_off)?;
+                if kind_flag && m.bitfield_size > 128 {
                     return Err(bad(id, "member bitfield larger than 128 bits"));
                 }
-                if kind == Union && bit_offset != 0 {
+                if kind == Union && m.bit_offset != 0 {
                     return Err(bad(id, "union member at non-zero offset"));
                 }
-                if bit_offset < last_offset {
+                if m.bit_offset < last_offset {
                     return Err(bad(id, "member offsets not increasing"));
                 }
-                if bit_offset.div_ceil(8) > size_or_type {
+                if m.bit_offset.div_ceil(8) > size_or_type {
                     return Err(bad(id, "member offset past the end of the struct"));
                 }
-                last_offset = bit_offset;
+                last_offset = m.bit_offset;
             }
         }
         Enum | Enum64 => {
