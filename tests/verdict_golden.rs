@@ -9,6 +9,9 @@
 //! Targets: the `manifest.txt` pairs whose target is a committed file, and every object
 //! against the committed Linux 7.1 BTF and `btf__example_kernel.btf` (never the running
 //! kernel's, which differs between machines). `BTFGEN_BLESS=1` rewrites the golden.
+//!
+//! On every pair, `entry_verdicts` (what the summary lines count) must give what
+//! `entry_programs` gives but the guards of dead poisons.
 
 #[path = "support/fixtures.rs"]
 mod fixtures;
@@ -17,7 +20,7 @@ mod raw_btf;
 
 use btfgen::btf::Btf;
 use btfgen::core::relocate::relocate_object;
-use btfgen::core::verdict::{describe, entry_programs};
+use btfgen::core::verdict::{Evidence, describe, entry_programs, entry_verdicts};
 use btfgen::core::{CandidateIndex, Targets};
 use btfgen::log::LibbpfLog;
 use btfgen::object::BpfObject;
@@ -62,6 +65,25 @@ fn write_verdicts(out: &mut String, object: &str, target: &str, bytes: &[u8], ma
             return;
         }
     };
+    let counted = entry_verdicts(&obj, &local, &relocated).unwrap();
+    assert_eq!(counted.len(), programs.len(), "{object} on {target}");
+    for (c, p) in counted.iter().zip(&programs) {
+        let unguarded: Vec<&Evidence> = p
+            .evidence
+            .iter()
+            .filter(|e| !matches!(e, Evidence::Guarded { .. }))
+            .collect();
+        assert_eq!(
+            (
+                c.program,
+                c.verdict,
+                &c.relocations,
+                c.evidence.iter().collect()
+            ),
+            (p.program, p.verdict, &p.relocations, unguarded),
+            "{object} on {target}: entry_verdicts differs from entry_programs"
+        );
+    }
     for p in &programs {
         writeln!(out, "{} ({}): {}", p.program, p.section, p.verdict.name()).unwrap();
         for e in &p.evidence {

@@ -74,7 +74,7 @@ use super::{CliError, CliResult, context, write_atomic_with};
 use btfgen::btf::Btf;
 use btfgen::core::Targets;
 use btfgen::core::relocate::RelocatedObject;
-use btfgen::core::verdict::{EntryProgram, callers, describe, entry_programs};
+use btfgen::core::verdict::{EntryProgram, callers, describe, entry_programs, entry_verdicts};
 use btfgen::object::BpfObject;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -260,7 +260,12 @@ pub fn record_object<'o>(
     targets: &Targets<'_>,
     relocated: &RelocatedObject<'o, '_>,
 ) -> CliResult<Vec<EntryProgram<'o>>> {
-    let programs = entry_programs(obj, local, relocated).map_err(context(name))?;
+    // Only the report shows the guard of each dead poison.
+    let programs = match rows {
+        Some(_) => entry_programs(obj, local, relocated),
+        None => entry_verdicts(obj, local, relocated),
+    }
+    .map_err(context(name))?;
     kernel.add_object(object, local, relocated, &programs);
     if let Some((store, ids)) = rows {
         store.add(object_rows(name, local, targets, relocated, &programs), ids);

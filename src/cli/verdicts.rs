@@ -119,11 +119,15 @@ impl KernelVerdicts {
         relocated: &RelocatedObject<'_, '_>,
         programs: &[EntryProgram<'_>],
     ) {
-        for (at, r) in relocated.relocations.iter().enumerate() {
-            if let (Some(key), "poisoned") =
-                (reloc_key(object, relocated, at), relocation_status(r))
-            {
-                self.poisoned.insert(key, missing_in_words(local, r));
+        // Only kernels of a known architecture are compared across architectures
+        // (apply_arch_mismatches), the one use of their poisoned relocations.
+        if self.arch.is_some() {
+            for (at, r) in relocated.relocations.iter().enumerate() {
+                if let (Some(key), "poisoned") =
+                    (reloc_key(object, relocated, at), relocation_status(r))
+                {
+                    self.poisoned.insert(key, missing_in_words(local, r));
+                }
             }
         }
         for p in programs {

@@ -412,7 +412,12 @@ fn process(
         return reuse(entry, Vec::new(), KernelVerdicts::default());
     }
     let mut rows = Vec::new();
-    let mut verdicts = KernelVerdicts::default();
+    // The architecture is known before the objects are judged: add_object keeps what is
+    // poisoned on the kernels of one (apply_arch_mismatches compares them).
+    let mut verdicts = KernelVerdicts {
+        arch: kernel_arch(&kernel.relative),
+        ..KernelVerdicts::default()
+    };
     let minimized = minimize(
         kernel,
         objects,

@@ -172,7 +172,7 @@ fn mem_size(code: u8) -> u32 {
 
 /// The kernel's `is_branch_taken` on two known values: `Some(taken)`, or `None` for an op that
 /// is not a conditional jump.
-fn branch_taken(op: u8, is32: bool, left: u64, right: u64) -> Option<bool> {
+pub(super) fn branch_taken(op: u8, is32: bool, left: u64, right: u64) -> Option<bool> {
     let (l, r) = if is32 {
         (left as u32 as u64, right as u32 as u64)
     } else {

@@ -20,6 +20,7 @@
 mod describe;
 mod interp;
 mod relevance;
+mod screen;
 mod solver;
 
 pub use describe::describe;
@@ -227,6 +228,33 @@ pub fn entry_programs<'o>(
     local: &Btf<'o>,
     relocated: &RelocatedObject<'o, '_>,
 ) -> Result<Vec<EntryProgram<'o>>> {
+    judge_entries(obj, local, relocated, Guards::Found)
+}
+
+/// [`entry_programs`] without the [`Evidence::Guarded`] items: the same verdicts and the same
+/// other evidence, without the search for the branch that made each dead poison dead, which
+/// only a reader of the evidence wants (a report, not a count of verdicts).
+pub fn entry_verdicts<'o>(
+    obj: &BpfObject<'o>,
+    local: &Btf<'o>,
+    relocated: &RelocatedObject<'o, '_>,
+) -> Result<Vec<EntryProgram<'o>>> {
+    judge_entries(obj, local, relocated, Guards::Skipped)
+}
+
+/// Whether [`analyse`] looks for the guard of each dead poison.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Guards {
+    Found,
+    Skipped,
+}
+
+fn judge_entries<'o>(
+    obj: &BpfObject<'o>,
+    local: &Btf<'o>,
+    relocated: &RelocatedObject<'o, '_>,
+    guards: Guards,
+) -> Result<Vec<EntryProgram<'o>>> {
     let mut out = Vec::new();
     for_each_assembled(obj, local, relocated, |assembled, relocations| {
         let failed = relocations.iter().filter(|r| {
@@ -246,7 +274,14 @@ pub fn entry_programs<'o>(
             )?;
         }
         let verdict = if evidence.is_empty() {
-            analyse(obj, assembled, &relocations, relocated, &mut evidence)?
+            analyse(
+                obj,
+                assembled,
+                &relocations,
+                relocated,
+                guards,
+                &mut evidence,
+            )?
         } else {
             Verdict::Failed
         };
@@ -325,7 +360,8 @@ fn annotations(
     Ok(out)
 }
 
-/// Explore `assembled`, push the evidence for each poisoned instruction and return the verdict.
+/// Explore `assembled`, push the evidence for each poisoned instruction (for a dead one, its
+/// guard, only with [`Guards::Found`]) and return the verdict.
 // Never inlined: benches/real-objects.sh counts the verdict pass's share by this function's
 // name (callgrind, inclusive), and whole-program LTO (`make cli`) would fold it into its
 // caller. One call per program.
@@ -335,6 +371,7 @@ fn analyse(
     assembled: &AssembledProgram<'_>,
     relocations: &[ProgramRelocation],
     relocated: &RelocatedObject<'_, '_>,
+    guards: Guards,
     evidence: &mut Vec<Evidence>,
 ) -> Result<Verdict> {
     // Only a poisoned instruction can make the verifier refuse what libbpf relocated: a
@@ -343,11 +380,17 @@ fn analyse(
     if !assembled.insns.iter().any(is_poison) {
         return Ok(Verdict::Loads);
     }
-    let annotations = annotations(obj, assembled, relocations, relocated)?;
     let mut global_subprogs = Vec::new();
     for part in assembled.parts.iter().skip(1).filter(|p| p.program.global) {
         fallible::push(&mut global_subprogs, part.start)?;
     }
+    // Most poisons are dead by the guard right before them: then the program loads, which the
+    // propagation would only confirm (it reaches no more), so it runs for the evidence alone.
+    let settled = screen::poisons_dead(&assembled.insns, &global_subprogs)?;
+    if settled && guards == Guards::Skipped {
+        return Ok(Verdict::Loads);
+    }
+    let annotations = annotations(obj, assembled, relocations, relocated)?;
     let relevant = relevance::relevant(&assembled.insns)?;
     let code = Code {
         insns: &assembled.insns,
@@ -360,7 +403,10 @@ fn analyse(
         states: STATE_BUDGET,
     };
     let outcome = explore(&code, budget)?;
-    let guards = dead_code_guards(&assembled.insns, &outcome)?;
+    let guards = match guards {
+        Guards::Found => dead_code_guards(&assembled.insns, &outcome)?,
+        Guards::Skipped => Vec::new(),
+    };
     let relocation_at = |poison: u32| {
         relocations
             .iter()
@@ -431,7 +477,8 @@ fn analyse(
         fallible::push(evidence, item)?;
     }
     if outcome.exhausted {
-        if verdict == Verdict::Loads {
+        // The screen needs no budget: what it settled stays settled.
+        if verdict == Verdict::Loads && !settled {
             verdict = Verdict::Unknown;
         }
         fallible::push(
