@@ -386,8 +386,7 @@ fn analyse(
     }
     // Most poisons are dead by the guard right before them: then the program loads, which the
     // propagation would only confirm (it reaches no more), so it runs for the evidence alone.
-    let settled = screen::poisons_dead(&assembled.insns, &global_subprogs)?;
-    if settled && guards == Guards::Skipped {
+    if guards == Guards::Skipped && screen::poisons_dead(&assembled.insns, &global_subprogs)? {
         return Ok(Verdict::Loads);
     }
     let annotations = annotations(obj, assembled, relocations, relocated)?;
@@ -477,8 +476,9 @@ fn analyse(
         fallible::push(evidence, item)?;
     }
     if outcome.exhausted {
-        // The screen needs no budget: what it settled stays settled.
-        if verdict == Verdict::Loads && !settled {
+        // The screen needs no budget: a program it settles loads however far the propagation
+        // got, as when verdicts are only counted.
+        if verdict == Verdict::Loads && !screen::poisons_dead(&assembled.insns, &global_subprogs)? {
             verdict = Verdict::Unknown;
         }
         fallible::push(
