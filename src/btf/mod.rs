@@ -50,8 +50,12 @@ pub struct Btf<'a> {
     endian: Endianness,
     /// The type section.
     types: &'a [u8],
-    /// The string section, checked to be UTF-8 so names are `&str` without re-checking.
+    /// The string section (NUL first and last; checked to be UTF-8 throughout only under
+    /// [`Validation::Full`], else each name when read).
     strings: &'a [u8],
+    /// The string section as text, when [`Validation::Full`] found it UTF-8 throughout: a name
+    /// is then a slice of it, with no check of its own.
+    text: Option<&'a str>,
     /// Where each local type's record starts.
     index: TypeIndex,
     /// Id of the first local type: 1 for base BTF, the base's `type_cnt()` for split BTF.
@@ -306,10 +310,17 @@ impl<'a> Btf<'a> {
             offset,
             reason: "not NUL-terminated",
         })?;
-        core::str::from_utf8(&rest[..end]).map_err(|_| Error::BadString {
+        let not_utf8 = Error::BadString {
             offset,
             reason: "not UTF-8",
-        })
+        };
+        // In a section known to be UTF-8, a name is text unless it starts inside a character
+        // (its NUL ends one): what checking its bytes would find.
+        if let (Some(text), Some(local)) = (self.text, offset.checked_sub(self.start_str_off)) {
+            let start = local as usize;
+            return text.get(start..start + end).ok_or(not_utf8);
+        }
+        core::str::from_utf8(&rest[..end]).map_err(|_| not_utf8)
     }
 
     /// The first byte of the string at `offset`, checking only that the offset is in range: the
@@ -558,6 +569,38 @@ mod tests {
                 let expected = bytes.iter().position(|&b| b == 0);
                 assert_eq!(nul_position(&bytes), expected, "len {len}, nul {nul}");
             }
+        }
+    }
+
+    /// One `int` named "é" (two bytes): a header, one INT record and the strings.
+    fn one_int_named_e_acute() -> Vec<u8> {
+        let strings = b"\0\xc3\xa9\0";
+        let words: [u32; 4] = [1, 1 << 24, 4, 32];
+        let mut blob = Vec::new();
+        blob.extend_from_slice(&MAGIC.to_le_bytes());
+        blob.extend_from_slice(&[1, 0]);
+        for field in [24, 0, 16, 16, strings.len() as u32] {
+            blob.extend_from_slice(&field.to_le_bytes());
+        }
+        for word in words {
+            blob.extend_from_slice(&word.to_le_bytes());
+        }
+        blob.extend_from_slice(strings);
+        blob
+    }
+
+    #[test]
+    fn names_inside_a_character_are_not_utf8_under_either_validation() {
+        let blob = one_int_named_e_acute();
+        for validation in [Validation::Full, Validation::OnUse] {
+            let btf = Btf::parse_with(&blob, None, validation).unwrap();
+            assert_eq!(btf.name(1).unwrap(), "\u{e9}", "{validation:?}");
+            assert_eq!(btf.name(3).unwrap(), "", "{validation:?}");
+            match btf.name(2) {
+                Err(Error::BadString { offset: 2, reason }) => assert_eq!(reason, "not UTF-8"),
+                other => panic!("{validation:?}: {other:?}"),
+            }
+            assert!(btf.name(4).is_err(), "{validation:?}: past the section");
         }
     }
 

@@ -199,7 +199,7 @@ pub(super) fn parse<'a>(
     let body = &data[header.hdr_len..];
     let types = &body[header.type_off..header.type_off + header.type_len];
     let raw_strings = &body[header.str_off..header.str_off + header.str_len];
-    let strings = check_strings(raw_strings, base.is_some(), validation)?;
+    let (strings, text) = check_strings(raw_strings, base.is_some(), validation)?;
     let layout = header
         .layout
         .map(|(off, len)| Layout::parse(&body[off..off + len], header.endian))
@@ -220,6 +220,7 @@ pub(super) fn parse<'a>(
         endian: header.endian,
         types,
         strings,
+        text,
         index: TypeIndex::default(),
         start_id,
         start_str_off,
@@ -257,11 +258,12 @@ pub(super) fn parse<'a>(
 }
 
 /// The string section must start with a NUL (base BTF) and end with a NUL; with full
-/// validation it must be UTF-8 throughout (else each name is checked when read).
-fn check_strings(raw: &[u8], split: bool, validation: Validation) -> Result<&[u8]> {
+/// validation it must be UTF-8 throughout (else each name is checked when read), and is
+/// returned as text too.
+fn check_strings(raw: &[u8], split: bool, validation: Validation) -> Result<(&[u8], Option<&str>)> {
     if raw.is_empty() {
         if split {
-            return Ok(raw);
+            return Ok((raw, Some("")));
         }
         return Err(Error::BadHeader("empty string section"));
     }
@@ -277,15 +279,16 @@ fn check_strings(raw: &[u8], split: bool, validation: Validation) -> Result<&[u8
             reason: "string section not NUL-terminated",
         });
     }
-    if validation == Validation::Full
-        && let Err(e) = core::str::from_utf8(raw)
-    {
-        return Err(Error::BadString {
+    if validation == Validation::OnUse {
+        return Ok((raw, None));
+    }
+    match core::str::from_utf8(raw) {
+        Ok(text) => Ok((raw, Some(text))),
+        Err(e) => Err(Error::BadString {
             offset: e.valid_up_to() as u32,
             reason: "string section is not UTF-8",
-        });
+        }),
     }
-    Ok(raw)
 }
 
 /// Decode the record at `pos`, of `len` bytes with header word `info` (as
