@@ -22,6 +22,8 @@
 #   arena     c-tests/abi/arena -p on every object: the static library on a fixed arena
 #             (built by `make -C c-tests/abi`), its high-water mark over the target  (<= 1.2x)
 #   batch     with TREE: `btfgen batch -j2` over it vs a shell loop of bpftool    (>= 20x)
+#             (which unpacks each .btf.tar.xz with tar first; a tree of plain .btf files,
+#             PACK_EVERY=0 benches/make-btf-tree.sh, measures the tools, not xz)
 #
 # Environment: BTFGEN (default: `make cli`'s static build), BPFTOOL (bpftool), ROUNDS,
 # ROUNDS_EACH, BATCH_ROUNDS (5). Needs python3, valgrind (verdict), cc (heap).
