@@ -20,6 +20,9 @@ pub mod fixtures;
 
 /// A valid target BTF (the fields fixture's).
 pub const FIELDS_BTF: &[u8] = include_bytes!("../../tests/data/targets/btf__fields.btf");
+/// The guards fixture's target: every field, type and enumerator `guards.bpf.o` guards is
+/// missing, so its poisons are there to be judged.
+pub const GUARDS_BTF: &[u8] = include_bytes!("../../tests/data/targets/btf__guards.btf");
 /// A valid object with relocations of every field kind.
 pub const FIELDS_OBJ: &[u8] = include_bytes!("../../tests/data/progs/fields.bpf.o");
 /// Type relocations (type_exists, type_matches, ...).
@@ -236,5 +239,51 @@ pub fn exercise_object(obj: &BpfObject<'_>) {
     if let Some(ext) = obj.btf_ext() {
         let _ = obj.ext_sections(ext.func_info(), &local).count();
         let _ = obj.ext_sections(ext.line_info(), &local).count();
+    }
+}
+
+/// The verdicts of the object in `data`, relocated against `target`, counted (`entry_verdicts`,
+/// the summary lines' path) and judged in full (`entry_programs`, the report's) must agree: the
+/// same programs, verdicts, relocations and evidence but the guards of dead poisons (panics
+/// where they differ).
+pub fn check_verdict_paths(target: &[u8], data: &[u8]) {
+    use btfgen::core::relocate::relocate_object;
+    use btfgen::core::verdict::{Evidence, entry_programs, entry_verdicts};
+    use btfgen::core::{CandidateIndex, Targets};
+    let Ok(main) = Btf::parse(target) else { return };
+    let Ok(obj) = BpfObject::parse(data) else { return };
+    let Some(Ok(local)) = obj.btf_bytes().map(Btf::parse) else { return };
+    let targets = Targets::new(&main);
+    let mut index = CandidateIndex::new();
+    let mut sink = btfgen::log::LibbpfLog;
+    let Ok(relocated) = relocate_object(&obj, &local, &targets, &mut index, &mut sink) else {
+        return;
+    };
+    match (
+        entry_programs(&obj, &local, &relocated),
+        entry_verdicts(&obj, &local, &relocated),
+    ) {
+        (Ok(full), Ok(counted)) => {
+            assert_eq!(full.len(), counted.len(), "programs");
+            for (f, c) in full.iter().zip(&counted) {
+                let unguarded: Vec<&Evidence> = f
+                    .evidence
+                    .iter()
+                    .filter(|e| !matches!(e, Evidence::Guarded { .. }))
+                    .collect();
+                assert_eq!(
+                    (c.program, c.verdict, &c.relocations, c.evidence.iter().collect()),
+                    (f.program, f.verdict, &f.relocations, unguarded),
+                    "entry_verdicts differs from entry_programs"
+                );
+            }
+        }
+        (Err(Error::OutOfMemory), _) | (_, Err(Error::OutOfMemory)) => {}
+        (Err(f), Err(c)) => assert_eq!(f.to_string(), c.to_string(), "errors"),
+        (f, c) => panic!(
+            "one path failed: full {:?}, counted {:?}",
+            f.map(|p| p.len()),
+            c.map(|p| p.len())
+        ),
     }
 }

@@ -66,22 +66,32 @@ pub(super) fn poisons_dead(insns: &[Insn], global_subprogs: &[u32]) -> Result<bo
             fallible::push(&mut stack, start)?;
         }
     }
-    while let Some(pc) = stack.pop() {
-        let Some(insn) = insns.get(pc as usize) else {
-            continue;
-        };
-        if is_poison(insn) {
-            return Ok(false);
-        }
-        let live = match decided(insns, &entered, pc) {
-            Some(live) => [Some(live), None],
-            None => successors(insns, pc),
-        };
-        for to in live.into_iter().flatten() {
-            if let Some(s @ false) = seen.get_mut(to as usize) {
-                *s = true;
-                fallible::push(&mut stack, to)?;
+    while let Some(mut pc) = stack.pop() {
+        // Straight runs are followed in place; only jumps, calls and `ld_imm64` branch.
+        while let Some(insn) = insns.get(pc as usize) {
+            if is_poison(insn) {
+                return Ok(false);
             }
+            let class = insn.code & 0x07;
+            if class != CLASS_JMP && class != CLASS_JMP32 && insn.code != LD_IMM64 {
+                pc = pc.wrapping_add(1);
+                match seen.get_mut(pc as usize) {
+                    Some(s @ false) => *s = true,
+                    _ => break,
+                }
+                continue;
+            }
+            let live = match decided(insns, &entered, pc) {
+                Some(live) => [Some(live), None],
+                None => successors(insns, pc),
+            };
+            for to in live.into_iter().flatten() {
+                if let Some(s @ false) = seen.get_mut(to as usize) {
+                    *s = true;
+                    fallible::push(&mut stack, to)?;
+                }
+            }
+            break;
         }
     }
     Ok(true)
