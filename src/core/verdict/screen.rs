@@ -44,9 +44,7 @@ pub(super) fn poisons_dead(insns: &[Insn], global_subprogs: &[u32]) -> Result<bo
         enter(start);
     }
     for (pc, insn) in insns.iter().enumerate() {
-        // Only jumps, calls and `ld_imm64` (a callback's address) lead elsewhere.
-        let class = insn.code & 0x07;
-        if class != CLASS_JMP && class != CLASS_JMP32 && insn.code != LD_IMM64 {
+        if !branches(insn) {
             continue;
         }
         let pc = pc as u32;
@@ -67,13 +65,12 @@ pub(super) fn poisons_dead(insns: &[Insn], global_subprogs: &[u32]) -> Result<bo
         }
     }
     while let Some(mut pc) = stack.pop() {
-        // Straight runs are followed in place; only jumps, calls and `ld_imm64` branch.
+        // Straight runs are followed in place, up to the next instruction that branches.
         while let Some(insn) = insns.get(pc as usize) {
             if is_poison(insn) {
                 return Ok(false);
             }
-            let class = insn.code & 0x07;
-            if class != CLASS_JMP && class != CLASS_JMP32 && insn.code != LD_IMM64 {
+            if !branches(insn) {
                 pc = pc.wrapping_add(1);
                 match seen.get_mut(pc as usize) {
                     Some(s @ false) => *s = true,
@@ -95,6 +92,13 @@ pub(super) fn poisons_dead(insns: &[Insn], global_subprogs: &[u32]) -> Result<bo
         }
     }
     Ok(true)
+}
+
+/// Whether `insn` may lead anywhere but to the next instruction: jumps, calls and `ld_imm64`
+/// (a callback's address, and its second slot skipped).
+fn branches(insn: &Insn) -> bool {
+    let class = insn.code & 0x07;
+    class == CLASS_JMP || class == CLASS_JMP32 || insn.code == LD_IMM64
 }
 
 /// The live successor of the conditional jump at `pc` when the instruction before it moves an
