@@ -85,7 +85,11 @@ impl NameFilter {
         while shorter != 0 {
             let essential = shorter.trailing_zeros() as usize;
             shorter &= shorter - 1;
-            if name[..len].get(essential..essential + 3) == Some(b"___") {
+            // A pattern, not a slice comparison: most candidates fail at their first byte.
+            if matches!(
+                name[..len].get(essential..essential + 3),
+                Some([b'_', b'_', b'_'])
+            ) {
                 return true;
             }
         }
