@@ -499,6 +499,10 @@ impl<'s, 'a, 'i> Assembler<'s, 'a, 'i> {
             let Some(insn) = insns.get((part.start + k) as usize).copied() else {
                 break;
             };
+            // Only calls and 64-bit loads can refer to code.
+            if insn.code != CALL && insn.code != LD_IMM64 {
+                continue;
+            }
             let section_insn = part.section_insn() + k;
             let at = u64::from(section_insn) * INSN_SIZE as u64;
             let is_func_addr_form = insn.code == LD_IMM64 && insn.src_reg == PSEUDO_FUNC;
