@@ -7,7 +7,10 @@
 //! refuse the program only if a path reaches it; guards such as `bpf_core_field_exists()`
 //! relocate to a constant the verifier branches on, and it never visits the dead edge. The
 //! `interp` pass follows the verifier's exploration over the relocated, assembled
-//! instructions and says which poisons it reaches, and through which branches.
+//! instructions and says which poisons it reaches, and through which branches. Where only the
+//! verdicts are asked ([`entry_verdicts`]), a first look (`screen`) settles before it the
+//! programs whose poisons all sit behind a test of an immediate moved into its register just
+//! before (how a CO-RE guard compiles).
 //!
 //! Limits, where the verifier knows more than this pass: it tracks ranges and known bits of
 //! unknown scalars (`r0 &= 1; if r0 > 1` is decided there, forked here) and prunes states by
