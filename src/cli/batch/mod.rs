@@ -382,6 +382,12 @@ fn process(
     (objects, plan, previous, store): Shared<'_, '_>,
     (input, unpacked): (&mut Vec<u8>, &mut Vec<u8>),
 ) -> Step {
+    // Each kernel's verdicts know its architecture from the start: add_object keeps what is
+    // poisoned on the kernels of one (apply_arch_mismatches compares them).
+    let new_verdicts = || KernelVerdicts {
+        arch: kernel_arch(&kernel.relative),
+        ..KernelVerdicts::default()
+    };
     let finished = |input_sha256, result, rows, verdicts| {
         Step::Done(Finished {
             index,
@@ -392,7 +398,7 @@ fn process(
         })
     };
     if let Err(e) = read_input(kernel, input) {
-        return finished(None, Err(e.0), Vec::new(), KernelVerdicts::default());
+        return finished(None, Err(e.0), Vec::new(), new_verdicts());
     }
     let input_sha256 = args.keeps_index().then(|| dedup::sha256_hex(input));
     let up_to_date = input_sha256.as_deref().and_then(|hash| {
@@ -409,15 +415,10 @@ fn process(
         finished(input_sha256.clone(), Ok(output), rows, verdicts)
     };
     if let (Some(entry), None) = (up_to_date, store) {
-        return reuse(entry, Vec::new(), KernelVerdicts::default());
+        return reuse(entry, Vec::new(), new_verdicts());
     }
     let mut rows = Vec::new();
-    // The architecture is known before the objects are judged: add_object keeps what is
-    // poisoned on the kernels of one (apply_arch_mismatches compares them).
-    let mut verdicts = KernelVerdicts {
-        arch: kernel_arch(&kernel.relative),
-        ..KernelVerdicts::default()
-    };
+    let mut verdicts = new_verdicts();
     let minimized = minimize(
         kernel,
         objects,
@@ -460,14 +461,13 @@ impl Tally {
         {
             fields["input_kind"] = json!(if done.from_dwarf > 0 { "dwarf" } else { "btf" });
         }
-        let mut verdicts = finished.verdicts;
+        let verdicts = finished.verdicts;
         if args.report.is_some() {
             let error = finished.result.as_ref().err().map(String::as_str);
             let (path, rows) = (&rel, finished.rows);
             let kernel = report::ReportKernel::new(path, fields.clone(), rows, &verdicts, error);
             self.report.push(kernel);
         }
-        verdicts.arch = kernel_arch(&kernel.relative);
         self.verdicts.push(verdicts);
         let mut entry = fields;
         entry["path"] = json!(rel);
