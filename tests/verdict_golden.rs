@@ -11,7 +11,7 @@
 //! kernel's, which differs between machines). `BTFGEN_BLESS=1` rewrites the golden.
 //!
 //! On every pair, `entry_verdicts` (what the summary lines count) must give what
-//! `entry_programs` gives but the guards of dead poisons.
+//! `entry_programs` gives but the guards of dead poisons (`fixtures::judge_both_ways`).
 
 #[path = "support/fixtures.rs"]
 mod fixtures;
@@ -20,7 +20,7 @@ mod raw_btf;
 
 use btfgen::btf::Btf;
 use btfgen::core::relocate::relocate_object;
-use btfgen::core::verdict::{Evidence, describe, entry_programs, entry_verdicts};
+use btfgen::core::verdict::describe;
 use btfgen::core::{CandidateIndex, Targets};
 use btfgen::log::LibbpfLog;
 use btfgen::object::BpfObject;
@@ -58,32 +58,14 @@ fn write_verdicts(out: &mut String, object: &str, target: &str, bytes: &[u8], ma
             return;
         }
     };
-    let programs = match entry_programs(&obj, &local, &relocated) {
+    let what = format!("{object} on {target}");
+    let programs = match fixtures::judge_both_ways(&obj, &local, &relocated, &what) {
         Ok(p) => p,
         Err(e) => {
             writeln!(out, "verdict error: {e}").unwrap();
             return;
         }
     };
-    let counted = entry_verdicts(&obj, &local, &relocated).unwrap();
-    assert_eq!(counted.len(), programs.len(), "{object} on {target}");
-    for (c, p) in counted.iter().zip(&programs) {
-        let unguarded: Vec<&Evidence> = p
-            .evidence
-            .iter()
-            .filter(|e| !matches!(e, Evidence::Guarded { .. }))
-            .collect();
-        assert_eq!(
-            (
-                c.program,
-                c.verdict,
-                &c.relocations,
-                c.evidence.iter().collect()
-            ),
-            (p.program, p.verdict, &p.relocations, unguarded),
-            "{object} on {target}: entry_verdicts differs from entry_programs"
-        );
-    }
     for p in &programs {
         writeln!(out, "{} ({}): {}", p.program, p.section, p.verdict.name()).unwrap();
         for e in &p.evidence {

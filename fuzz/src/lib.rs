@@ -243,12 +243,10 @@ pub fn exercise_object(obj: &BpfObject<'_>) {
 }
 
 /// The verdicts of the object in `data`, relocated against `target`, counted (`entry_verdicts`,
-/// the summary lines' path) and judged in full (`entry_programs`, the report's) must agree: the
-/// same programs, verdicts, relocations and evidence but the guards of dead poisons (panics
-/// where they differ).
+/// the summary lines' path) and judged in full (`entry_programs`, the report's) must agree
+/// ([`fixtures::judge_both_ways`] panics where they differ).
 pub fn check_verdict_paths(target: &[u8], data: &[u8]) {
     use btfgen::core::relocate::relocate_object;
-    use btfgen::core::verdict::{Evidence, entry_programs, entry_verdicts};
     use btfgen::core::{CandidateIndex, Targets};
     let Ok(main) = Btf::parse(target) else { return };
     let Ok(obj) = BpfObject::parse(data) else { return };
@@ -256,34 +254,7 @@ pub fn check_verdict_paths(target: &[u8], data: &[u8]) {
     let targets = Targets::new(&main);
     let mut index = CandidateIndex::new();
     let mut sink = btfgen::log::LibbpfLog;
-    let Ok(relocated) = relocate_object(&obj, &local, &targets, &mut index, &mut sink) else {
-        return;
-    };
-    match (
-        entry_programs(&obj, &local, &relocated),
-        entry_verdicts(&obj, &local, &relocated),
-    ) {
-        (Ok(full), Ok(counted)) => {
-            assert_eq!(full.len(), counted.len(), "programs");
-            for (f, c) in full.iter().zip(&counted) {
-                let unguarded: Vec<&Evidence> = f
-                    .evidence
-                    .iter()
-                    .filter(|e| !matches!(e, Evidence::Guarded { .. }))
-                    .collect();
-                assert_eq!(
-                    (c.program, c.verdict, &c.relocations, c.evidence.iter().collect()),
-                    (f.program, f.verdict, &f.relocations, unguarded),
-                    "entry_verdicts differs from entry_programs"
-                );
-            }
-        }
-        (Err(Error::OutOfMemory), _) | (_, Err(Error::OutOfMemory)) => {}
-        (Err(f), Err(c)) => assert_eq!(f.to_string(), c.to_string(), "errors"),
-        (f, c) => panic!(
-            "one path failed: full {:?}, counted {:?}",
-            f.map(|p| p.len()),
-            c.map(|p| p.len())
-        ),
+    if let Ok(relocated) = relocate_object(&obj, &local, &targets, &mut index, &mut sink) {
+        let _ = fixtures::judge_both_ways(&obj, &local, &relocated, "fuzzed object");
     }
 }

@@ -5,6 +5,8 @@
 
 use btfgen::btf::Btf;
 use btfgen::core::Targets;
+use btfgen::core::relocate::RelocatedObject;
+use btfgen::core::verdict::{EntryProgram, Evidence, entry_programs, entry_verdicts};
 use btfgen::minimize::RelocInfo;
 use btfgen::object::BpfObject;
 use btfgen::{Error, Result};
@@ -144,4 +146,53 @@ fn run(targets: Targets<'_>, objects: &[&[u8]]) -> std::result::Result<Output, (
         explain,
         dump,
     })
+}
+
+/// The entry programs of `obj` (its `.BTF` parsed as `local`, relocated as `relocated`) judged
+/// in full (`entry_programs`, the report's path), once checked that counting them
+/// (`entry_verdicts`, the summary lines' path) gives the same programs, verdicts, relocations
+/// and evidence but the guards of dead poisons, or the same error. Panics, naming `what`,
+/// where the two paths differ; out of memory on either is returned as such.
+pub fn judge_both_ways<'o>(
+    obj: &BpfObject<'o>,
+    local: &Btf<'o>,
+    relocated: &RelocatedObject<'o, '_>,
+    what: &str,
+) -> Result<Vec<EntryProgram<'o>>> {
+    match (
+        entry_programs(obj, local, relocated),
+        entry_verdicts(obj, local, relocated),
+    ) {
+        (Ok(full), Ok(counted)) => {
+            assert_eq!(counted.len(), full.len(), "{what}: programs");
+            for (c, f) in counted.iter().zip(&full) {
+                let unguarded: Vec<&Evidence> = f
+                    .evidence
+                    .iter()
+                    .filter(|e| !matches!(e, Evidence::Guarded { .. }))
+                    .collect();
+                assert_eq!(
+                    (
+                        c.program,
+                        c.verdict,
+                        &c.relocations,
+                        c.evidence.iter().collect()
+                    ),
+                    (f.program, f.verdict, &f.relocations, unguarded),
+                    "{what}: entry_verdicts differs from entry_programs"
+                );
+            }
+            Ok(full)
+        }
+        (Err(Error::OutOfMemory), _) | (_, Err(Error::OutOfMemory)) => Err(Error::OutOfMemory),
+        (Err(f), Err(c)) => {
+            assert_eq!(f.to_string(), c.to_string(), "{what}: errors");
+            Err(f)
+        }
+        (f, c) => panic!(
+            "{what}: one path failed: full {:?}, counted {:?}",
+            f.map(|p| p.len()),
+            c.map(|p| p.len())
+        ),
+    }
 }
