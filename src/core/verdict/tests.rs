@@ -565,18 +565,23 @@ fn a_dead_edge_labels_the_code_behind_it() {
     assert!(labels[2].is_none(), "visited code has no guard");
 }
 
-#[test]
-fn arbitrary_instructions_never_panic_and_stay_in_budget() {
-    // xorshift64: a fixed, dependency-free stream of instruction soup: mostly valid opcodes of
-    // every class (any byte now and then), registers mostly r0-r10 (past it now and then),
-    // offsets and immediates small enough to land inside the program, poisons among the calls.
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut next = move || {
+/// xorshift64 from `seed`: a fixed, dependency-free stream of pseudo-random words.
+fn xorshift64(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state
-    };
+    }
+}
+
+#[test]
+fn arbitrary_instructions_never_panic_and_stay_in_budget() {
+    // A fixed, dependency-free stream of instruction soup: mostly valid opcodes of every class
+    // (any byte now and then), registers mostly r0-r10 (past it now and then), offsets and
+    // immediates small enough to land inside the program, poisons among the calls.
+    let mut next = xorshift64(0x9e37_79b9_7f4a_7c15);
     let mut codes: Vec<u8> = vec![0x18, 0x85, 0x95, 0xc3, 0xdb, 0xd4, 0xdc, 0xd7, 0x87, 0x84];
     for class in [0x04, 0x07, 0x05, 0x06] {
         for op in (0x00..=0xd0).step_by(0x10) {
@@ -731,13 +736,7 @@ fn the_screen_settles_a_guard_right_before_its_poison() {
 /// comparison), jumps, static calls, helper calls, exits and poisons.
 #[test]
 fn the_screen_settles_only_what_no_path_reaches() {
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift64(0x2545_f491_4f6c_dd1d);
     let budget = Budget {
         visits: 100_000,
         states: 10_000,
