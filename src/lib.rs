@@ -46,5 +46,7 @@ pub mod mapped;
 pub mod minimize;
 pub mod object;
 pub mod select;
+#[cfg(test)]
+mod test_rng;
 
 pub use error::{Error, Result};

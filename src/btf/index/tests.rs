@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::btf::Kind;
+use crate::test_rng::xorshift64;
 use alloc::vec;
 
 const NOTHING: Keep<fn(usize, u32) -> bool> = Keep {
@@ -15,13 +16,8 @@ const NOTHING: Keep<fn(usize, u32) -> bool> = Keep {
 /// A type section of `count` pseudo-random valid records (seeded), and each record's
 /// offset and info word.
 fn section(seed: u64, count: usize, endian: Endianness) -> (Vec<u8>, Vec<(usize, u32)>) {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut next = move |n: u32| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % u64::from(n)) as u32
-    };
+    let mut word = xorshift64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut next = move |n: u32| (word() % u64::from(n)) as u32;
     let (mut bytes, mut records) = (Vec::new(), Vec::new());
     for _ in 0..count {
         let raw = 1 + next(19);
@@ -158,13 +154,8 @@ fn the_running_kernels_btf_indexes_as_the_reference_walk_does() {
         "lanes not used"
     );
     // Words overwritten anywhere (lane starts included): the same offsets or error still.
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut next = |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    let mut word = xorshift64(0x9e37_79b9_7f4a_7c15);
+    let mut next = |n: usize| (word() % n as u64) as usize;
     for _ in 0..8 {
         let mut bad = types.to_vec();
         for _ in 0..1 + next(3) {
@@ -347,13 +338,8 @@ fn reference(types: &[u8], endian: Endianness) -> Result<Vec<u32>> {
 fn corrupted_sections_index_as_the_reference_walk_does() {
     // Random words overwritten anywhere, lane starts included: whatever the guesses, the
     // interleaved build must give the reference walk's offsets or its exact error.
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    let mut word = xorshift64(0x2545_f491_4f6c_dd1d);
+    let mut next = |n: usize| (word() % n as u64) as usize;
     let mut lanes_used = 0;
     for seed in 0..150 {
         let endian = [Endianness::Little, Endianness::Big][seed % 2];

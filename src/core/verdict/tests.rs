@@ -9,6 +9,7 @@ use super::screen::poisons_dead;
 use super::solver::explore;
 use crate::core::patch::POISON_HELPER_ID;
 use crate::object::Insn;
+use crate::test_rng::xorshift64;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -563,17 +564,6 @@ fn a_dead_edge_labels_the_code_behind_it() {
     let (guard, dead) = labels[5].expect("guarded");
     assert_eq!((guard.insn, dead), (1, 4));
     assert!(labels[2].is_none(), "visited code has no guard");
-}
-
-/// xorshift64 from `seed`: a fixed, dependency-free stream of pseudo-random words.
-fn xorshift64(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed;
-    move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    }
 }
 
 #[test]
