@@ -71,10 +71,11 @@ pub(crate) fn is_mapped(map: &[u32], id: u32) -> bool {
 pub(crate) fn resolve(map: &[u32], mut id: u32) -> u32 {
     // The chains are acyclic by construction; the bound keeps a bug from hanging.
     for _ in 0..=map.len() {
-        if !is_mapped(map, id) || map[id as usize] == id {
-            return id;
+        // One load a hop: the equivalence walk resolves two ids at every step.
+        match map.get(id as usize) {
+            Some(&next) if next < IN_PROGRESS && next != id => id = next,
+            _ => return id,
         }
-        id = map[id as usize];
     }
     id
 }
@@ -111,6 +112,12 @@ impl Record {
             | u32::from(self.vlen)
     }
 
+    /// Whether the info words of `self` and `other` are equal, compared field by field (the
+    /// equivalence walk's comparisons; building both words cost more than the rest of them).
+    pub(crate) fn same_info(&self, other: &Record) -> bool {
+        self.kind == other.kind && self.kind_flag == other.kind_flag && self.vlen == other.vlen
+    }
+
     /// How many 32-bit words follow the header.
     pub(crate) fn word_count(&self) -> usize {
         self.kind.map_or(0, |k| k.extra_len(self.vlen) / 4)
@@ -143,7 +150,7 @@ pub(crate) trait DedupRecords {
 
     fn equal_common(&self, a: u32, b: u32) -> bool {
         let (a, b) = (self.record(a), self.record(b));
-        a.name == b.name && a.info() == b.info() && a.size_or_type == b.size_or_type
+        a.name == b.name && a.same_info(&b) && a.size_or_type == b.size_or_type
     }
 
     /// Common fields and every kind-specific word equal (INT, DECL_TAG, ARRAY, FUNC_PROTO and
@@ -192,7 +199,7 @@ pub(crate) trait DedupRecords {
     fn compat_fnproto(&self, a: u32, b: u32) -> bool {
         let (ra, rb) = (self.record(a), self.record(b));
         ra.name == rb.name
-            && ra.info() == rb.info()
+            && ra.same_info(&rb)
             && self
                 .words(a)
                 .chunks_exact(2)
@@ -430,7 +437,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             | Kind::Typedef
             | Kind::Func
             | Kind::TypeTag => {
-                if c.info() != k.info() {
+                if !c.same_info(&k) {
                     return Ok(false);
                 }
                 self.is_equiv(c.size_or_type, k.size_or_type, depth + 1)
@@ -477,15 +484,28 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         stride: usize,
         depth: usize,
     ) -> Result<bool> {
-        for i in 0..usize::from(vlen) {
-            let ct = self.words(cand).get(stride * i + 1).copied();
-            let kt = self.words(canon).get(stride * i + 1).copied();
-            let (Some(ct), Some(kt)) = (ct, kt) else {
-                return Ok(false);
-            };
-            if !self.is_equiv(ct, kt, depth + 1)? {
-                return Ok(false);
+        // The type pairs are read a batch at a time: the walks below need `self` mutably, and
+        // looking both records up again for every member was most of this loop's cost.
+        const BATCH: usize = 16;
+        let vlen = usize::from(vlen);
+        let mut done = 0;
+        while done < vlen {
+            let mut pairs = [(0u32, 0u32); BATCH];
+            let count = BATCH.min(vlen - done);
+            let (cw, kw) = (self.words(cand), self.words(canon));
+            for (k, pair) in pairs[..count].iter_mut().enumerate() {
+                let at = stride * (done + k) + 1;
+                let (Some(&ct), Some(&kt)) = (cw.get(at), kw.get(at)) else {
+                    return Ok(false);
+                };
+                *pair = (ct, kt);
             }
+            for &(ct, kt) in &pairs[..count] {
+                if !self.is_equiv(ct, kt, depth + 1)? {
+                    return Ok(false);
+                }
+            }
+            done += count;
         }
         Ok(true)
     }
