@@ -289,6 +289,58 @@ impl Hypot {
     }
 }
 
+/// A second view of the canonical enums for [`DedupPhases::prim_type`], for a deduplication
+/// that has many (the DWARF converter's: a kernel's units repeat thousands of anonymous enums).
+/// libbpf hashes an enum by its name alone, so each full enum was compared with every canonical
+/// enum of its name, newest first, up to the first equal one, marking on the way the canonical
+/// enum forward declarations of the name to resolve to it. This finds the same: the newest
+/// equal one by a hash of all of its record, and those declarations by name. Canonical types
+/// are added in id order, so "newer than" is "a larger id than".
+#[derive(Debug, Default)]
+pub(crate) struct EnumIndex {
+    /// [`DedupRecords::hash_all`] of a full canonical enum → its newest slot.
+    full: HashTable<(u64, u32)>,
+    /// Name of a canonical enum forward declaration → its newest slot.
+    fwds: HashTable<(u32, u32)>,
+    /// Per slot: the enum's id and the slot added before it under the same key
+    /// ([`UNPROCESSED`]: none).
+    slots: Vec<(u32, u32)>,
+}
+
+impl EnumIndex {
+    /// The newest slot with `key` in `table`, or [`UNPROCESSED`].
+    fn head<K: Copy + Eq + Into<u64>>(table: &HashTable<(K, u32)>, key: K) -> u32 {
+        table
+            .find(spread(key.into()), |&(k, _)| k == key)
+            .map_or(UNPROCESSED, |&(_, slot)| slot)
+    }
+
+    /// Add `id` under `key` to `table`, before the slots already there.
+    fn add<K: Copy + Eq + Into<u64>>(
+        table: &mut HashTable<(K, u32)>,
+        slots: &mut Vec<(u32, u32)>,
+        key: K,
+        id: u32,
+    ) -> Result<()> {
+        let slot = u32::try_from(slots.len()).map_err(|_| Error::OutOfMemory)?;
+        let hash = |&(k, _): &(K, u32)| spread(k.into());
+        table.try_reserve(1, hash)?;
+        let before = match table.find_mut(spread(key.into()), |&(k, _)| k == key) {
+            Some(entry) => core::mem::replace(&mut entry.1, slot),
+            None => {
+                table.insert_unique(spread(key.into()), (key, slot), hash);
+                UNPROCESSED
+            }
+        };
+        crate::fallible::push(slots, (id, before))
+    }
+
+    /// The slot after `slot` under its key, and its id.
+    fn slot(&self, slot: u32) -> Option<(u32, u32)> {
+        self.slots.get(slot as usize).copied()
+    }
+}
+
 /// libbpf's dedup phases for primitive types and structs, over a deduplication's records,
 /// canonical map and candidate table: the DWARF converter's (one BTF) and a module's split
 /// over its kernel's (whose base types are canonical already and never change).
@@ -311,6 +363,15 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
     fn set_word(&mut self, id: u32, index: usize, value: u32);
     /// The error for type `id`, which has no kind: a slot never written.
     fn unwritten(&self, id: u32) -> Error;
+    /// The [`EnumIndex`] that [`DedupPhases::prim_type`] keeps, for a deduplication that has
+    /// one (without, full enums walk their name's candidates as libbpf does).
+    fn enum_index(&self) -> Option<&EnumIndex> {
+        None
+    }
+    /// [`DedupPhases::enum_index`], to add to.
+    fn enum_index_mut(&mut self) -> Option<&mut EnumIndex> {
+        None
+    }
 
     /// The first candidate with hash `h` for which `equal` holds.
     fn find_candidate(&self, h: u64, equal: impl Fn(&Self, u32) -> bool) -> Option<u32> {
@@ -335,6 +396,13 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                     new_id = c;
                 }
                 h
+            }
+            Some(Kind::Enum | Kind::Enum64)
+                if !self.is_enum_fwd(id) && self.enum_index().is_some() =>
+            {
+                let name = self.record(id).name;
+                new_id = self.indexed_enum(id, name)?;
+                combine(0, name)
             }
             Some(Kind::Enum | Kind::Enum64) => {
                 let h = combine(0, self.record(id).name);
@@ -372,8 +440,59 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         self.map_mut()[id as usize] = new_id;
         if new_id == id {
             self.add_candidate(h, id)?;
+            if self.enum_index().is_some() && self.is_enum(id) {
+                let full = !self.is_enum_fwd(id);
+                let (key, name) = (self.hash_all(id), self.record(id).name);
+                if let Some(index) = self.enum_index_mut() {
+                    let EnumIndex {
+                        full: by_hash,
+                        fwds,
+                        slots,
+                    } = index;
+                    if full {
+                        EnumIndex::add(by_hash, slots, key, id)?;
+                    } else {
+                        EnumIndex::add(fwds, slots, name, id)?;
+                    }
+                }
+            }
         }
         Ok(())
+    }
+
+    /// [`DedupPhases::prim_type`] of full enum `id` (named `name`) through the [`EnumIndex`]:
+    /// the newest canonical enum equal to it (or `id` itself), the canonical enum forward
+    /// declarations of its name newer than that resolved to `id`, as libbpf's walk of the
+    /// name's candidates resolves them.
+    fn indexed_enum(&mut self, id: u32, name: u32) -> Result<u32> {
+        let Some(index) = self.enum_index() else {
+            return Ok(id);
+        };
+        let mut slot = EnumIndex::head(&index.full, self.hash_all(id));
+        let mut winner = None;
+        while let Some((c, before)) = self.enum_index().and_then(|i| i.slot(slot)) {
+            if self.equal_all(id, c) {
+                winner = Some(c);
+                break;
+            }
+            slot = before;
+        }
+        let newer_than = winner.unwrap_or(0);
+        let mut slot = self
+            .enum_index()
+            .map_or(UNPROCESSED, |i| EnumIndex::head(&i.fwds, name));
+        let mut resolve_canon = Vec::new();
+        while let Some((c, before)) = self.enum_index().and_then(|i| i.slot(slot)) {
+            if c <= newer_than {
+                break;
+            }
+            crate::fallible::push(&mut resolve_canon, c)?;
+            slot = before;
+        }
+        for c in resolve_canon {
+            self.map_mut()[c as usize] = id;
+        }
+        Ok(winner.unwrap_or(id))
     }
 
     /// libbpf's `btf_dedup_is_equiv`: whether the type graph at `cand` is equivalent to the
@@ -649,5 +768,158 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             self.add_candidate(h, id)?;
         }
         Ok(new_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::xorshift64;
+    use alloc::vec;
+
+    /// The prim phase over enum records, with or without an [`EnumIndex`]: the walk of each
+    /// name's candidates (libbpf's) is the reference the index must agree with.
+    struct Enums {
+        records: Vec<Record>,
+        words: Vec<u32>,
+        map: Vec<u32>,
+        hypot: Hypot,
+        table: HashTable<(u64, u32)>,
+        chain: Vec<u32>,
+        index: Option<EnumIndex>,
+    }
+
+    impl DedupRecords for Enums {
+        fn record(&self, id: u32) -> Record {
+            self.records
+                .get(id as usize)
+                .copied()
+                .unwrap_or(Record::VOID)
+        }
+
+        fn words(&self, id: u32) -> &[u32] {
+            self.records
+                .get(id as usize)
+                .map_or(&[], |r| r.words(&self.words))
+        }
+
+        fn too_deep(&self) -> Error {
+            Error::Limit {
+                what: "test walk depth",
+                limit: MAX_DEPTH,
+            }
+        }
+    }
+
+    impl DedupPhases for Enums {
+        fn map(&self) -> &[u32] {
+            &self.map
+        }
+
+        fn map_mut(&mut self) -> &mut [u32] {
+            &mut self.map
+        }
+
+        fn hypot(&mut self) -> &mut Hypot {
+            &mut self.hypot
+        }
+
+        fn base_len(&self) -> u32 {
+            0
+        }
+
+        fn first_candidate(&self, h: u64) -> u32 {
+            head(&self.table, h)
+        }
+
+        fn next_candidate(&self, id: u32, _: u64) -> u32 {
+            self.chain.get(id as usize).copied().unwrap_or(UNPROCESSED)
+        }
+
+        fn add_candidate(&mut self, h: u64, id: u32) -> Result<()> {
+            add(&mut self.table, &mut self.chain, id as usize, h, id)
+        }
+
+        fn set_size_or_type(&mut self, _: u32, _: u32) {}
+
+        fn set_word(&mut self, _: u32, _: usize, _: u32) {}
+
+        fn unwritten(&self, id: u32) -> Error {
+            Error::NoSuchType(id)
+        }
+
+        fn enum_index(&self) -> Option<&EnumIndex> {
+            self.index.as_ref()
+        }
+
+        fn enum_index_mut(&mut self) -> Option<&mut EnumIndex> {
+            self.index.as_mut()
+        }
+    }
+
+    /// `count` enum records drawn from few names, sizes and values (so that many are equal, and
+    /// a fifth are forward declarations), each deduplicated by the prim phase; the map.
+    fn prim_phase(seed: u64, count: usize, indexed: bool) -> Vec<u32> {
+        let mut next = xorshift64(seed);
+        let mut records = vec![Record::VOID];
+        let mut words = Vec::new();
+        for _ in 0..count {
+            let enum64 = next() % 5 == 0;
+            let vlen = if next() % 5 == 0 { 0 } else { 1 + next() % 2 } as u16;
+            let kind = if enum64 { Kind::Enum64 } else { Kind::Enum };
+            let first_word = words.len() as u32;
+            for _ in 0..vlen {
+                words.push(10 + (next() % 2) as u32);
+                words.push((next() % 2) as u32);
+                if enum64 {
+                    words.push(0);
+                }
+            }
+            records.push(Record {
+                name: (next() % 4) as u32,
+                kind: Some(kind),
+                kind_flag: next() % 4 == 0,
+                vlen,
+                size_or_type: if enum64 { 8 } else { 4 },
+                first_word,
+            });
+        }
+        let n = records.len();
+        let mut d = Enums {
+            records,
+            words,
+            map: vec![UNPROCESSED; n],
+            hypot: Hypot::new(n).unwrap(),
+            table: HashTable::new(),
+            chain: vec![UNPROCESSED; n],
+            index: indexed.then(EnumIndex::default),
+        };
+        d.map[0] = 0;
+        for id in 1..n as u32 {
+            d.prim_type(id).unwrap();
+        }
+        d.map
+    }
+
+    #[test]
+    fn the_enum_index_deduplicates_as_the_walk_of_each_names_candidates() {
+        for seed in 1..=40 {
+            let walked = prim_phase(seed, 600, false);
+            assert_eq!(prim_phase(seed, 600, true), walked, "seed {seed}");
+            // What the comparison covers: merged enums, and forward declarations made
+            // canonical and then resolved to a full enum that came after them.
+            let merged = (1..walked.len())
+                .filter(|&id| walked[id] != id as u32)
+                .count();
+            assert!(merged > 300, "seed {seed}: {merged} merged");
+        }
+        let resolved_later = (1..=40u64).any(|seed| {
+            let map = prim_phase(seed, 600, false);
+            (1..map.len()).any(|id| map[id] != id as u32 && map[id] > id as u32)
+        });
+        assert!(
+            resolved_later,
+            "no forward declaration resolved to a later enum"
+        );
     }
 }

@@ -10,7 +10,8 @@
 use super::Types;
 use crate::btf::Kind;
 use crate::btf::dedup_table::{
-    self, DedupPhases, DedupRecords, Hypot, IN_PROGRESS, MAX_DEPTH, Record, UNPROCESSED, spread,
+    self, DedupPhases, DedupRecords, EnumIndex, Hypot, IN_PROGRESS, MAX_DEPTH, Record, UNPROCESSED,
+    spread,
 };
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
@@ -29,6 +30,7 @@ pub fn dedup(types: &mut Types, writer: &mut BtfWriter) -> Result<()> {
         hypot: Hypot::new(n)?,
         table: HashTable::new(),
         chain: fallible::vec_with_capacity(n)?,
+        enums: EnumIndex::default(),
         types,
     };
     d.map.resize(n, UNPROCESSED);
@@ -48,6 +50,7 @@ pub fn dedup(types: &mut Types, writer: &mut BtfWriter) -> Result<()> {
     }
     // What the search needed (tens of megabytes for a kernel) is gone before the output grows.
     d.hypot = Hypot::default();
+    d.enums = EnumIndex::default();
     d.chain = Vec::new();
     d.table = HashTable::new();
     d.emit(writer)
@@ -63,6 +66,8 @@ struct Dedup<'t> {
     /// hashmap also yields the newest candidate first).
     table: HashTable<(u64, u32)>,
     chain: Vec<u32>,
+    /// The canonical enums by content and forward declaration by name (the prim phase's).
+    enums: EnumIndex,
 }
 
 impl Dedup<'_> {
@@ -231,5 +236,13 @@ impl DedupPhases for Dedup<'_> {
             id,
             reason: "DWARF conversion left a type unwritten",
         }
+    }
+
+    fn enum_index(&self) -> Option<&EnumIndex> {
+        Some(&self.enums)
+    }
+
+    fn enum_index_mut(&mut self) -> Option<&mut EnumIndex> {
+        Some(&mut self.enums)
     }
 }
