@@ -335,7 +335,7 @@ impl EnumIndex {
         crate::fallible::push(slots, (id, before))
     }
 
-    /// The slot after `slot` under its key, and its id.
+    /// The id in `slot`, and the slot added before it under the same key.
     fn slot(&self, slot: u32) -> Option<(u32, u32)> {
         self.slots.get(slot as usize).copied()
     }
