@@ -295,49 +295,63 @@ impl Hypot {
 /// enum of its name, newest first, up to the first equal one, marking on the way the canonical
 /// enum forward declarations of the name to resolve to it. This finds the same: the newest
 /// equal one by a hash of all of its record, and those declarations by name. Canonical types
-/// are added in id order, so "newer than" is "a larger id than".
+/// are added in id order, so "newer than" is "a larger id than". Both tables are candidate
+/// tables as [`add`] and [`head`] keep them, over slots of their own (not ids, which would
+/// need a chain as long as the records).
 #[derive(Debug, Default)]
 pub(crate) struct EnumIndex {
     /// [`DedupRecords::hash_all`] of a full canonical enum → its newest slot.
     full: HashTable<(u64, u32)>,
     /// Name of a canonical enum forward declaration → its newest slot.
-    fwds: HashTable<(u32, u32)>,
-    /// Per slot: the enum's id and the slot added before it under the same key
-    /// ([`UNPROCESSED`]: none).
-    slots: Vec<(u32, u32)>,
+    fwds: HashTable<(u64, u32)>,
+    /// The enum in each slot.
+    ids: Vec<u32>,
+    /// Per slot, the slot added before it under the same key ([`UNPROCESSED`]: none).
+    chain: Vec<u32>,
 }
 
 impl EnumIndex {
-    /// The newest slot with `key` in `table`, or [`UNPROCESSED`].
-    fn head<K: Copy + Eq + Into<u64>>(table: &HashTable<(K, u32)>, key: K) -> u32 {
-        table
-            .find(spread(key.into()), |&(k, _)| k == key)
-            .map_or(UNPROCESSED, |&(_, slot)| slot)
+    /// Add full canonical enum `id`, whose [`DedupRecords::hash_all`] is `hash`.
+    fn add_full(&mut self, hash: u64, id: u32) -> Result<()> {
+        let slot = self.new_slot(id)?;
+        add(&mut self.full, &mut self.chain, slot as usize, hash, slot)
     }
 
-    /// Add `id` under `key` to `table`, before the slots already there.
-    fn add<K: Copy + Eq + Into<u64>>(
-        table: &mut HashTable<(K, u32)>,
-        slots: &mut Vec<(u32, u32)>,
-        key: K,
-        id: u32,
-    ) -> Result<()> {
-        let slot = u32::try_from(slots.len()).map_err(|_| Error::OutOfMemory)?;
-        let hash = |&(k, _): &(K, u32)| spread(k.into());
-        table.try_reserve(1, hash)?;
-        let before = match table.find_mut(spread(key.into()), |&(k, _)| k == key) {
-            Some(entry) => core::mem::replace(&mut entry.1, slot),
-            None => {
-                table.insert_unique(spread(key.into()), (key, slot), hash);
-                UNPROCESSED
-            }
-        };
-        crate::fallible::push(slots, (id, before))
+    /// Add canonical enum forward declaration `id`, named `name`.
+    fn add_fwd(&mut self, name: u32, id: u32) -> Result<()> {
+        let slot = self.new_slot(id)?;
+        add(
+            &mut self.fwds,
+            &mut self.chain,
+            slot as usize,
+            u64::from(name),
+            slot,
+        )
     }
 
-    /// The id in `slot`, and the slot added before it under the same key.
-    fn slot(&self, slot: u32) -> Option<(u32, u32)> {
-        self.slots.get(slot as usize).copied()
+    fn new_slot(&mut self, id: u32) -> Result<u32> {
+        let slot = u32::try_from(self.ids.len()).map_err(|_| Error::OutOfMemory)?;
+        crate::fallible::push(&mut self.ids, id)?;
+        crate::fallible::push(&mut self.chain, UNPROCESSED)?;
+        Ok(slot)
+    }
+
+    /// The enums added to `table` under `key`, newest first.
+    fn newest<'s>(
+        &'s self,
+        table: &HashTable<(u64, u32)>,
+        key: u64,
+    ) -> impl Iterator<Item = u32> + 's {
+        let mut slot = head(table, key);
+        core::iter::from_fn(move || {
+            let id = *self.ids.get(slot as usize)?;
+            slot = self
+                .chain
+                .get(slot as usize)
+                .copied()
+                .unwrap_or(UNPROCESSED);
+            Some(id)
+        })
     }
 }
 
@@ -441,18 +455,13 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         if new_id == id {
             self.add_candidate(h, id)?;
             if self.enum_index().is_some() && self.is_enum(id) {
-                let full = !self.is_enum_fwd(id);
-                let (key, name) = (self.hash_all(id), self.record(id).name);
+                let fwd = self.is_enum_fwd(id);
+                let (hash, name) = (self.hash_all(id), self.record(id).name);
                 if let Some(index) = self.enum_index_mut() {
-                    let EnumIndex {
-                        full: by_hash,
-                        fwds,
-                        slots,
-                    } = index;
-                    if full {
-                        EnumIndex::add(by_hash, slots, key, id)?;
+                    if fwd {
+                        index.add_fwd(name, id)?;
                     } else {
-                        EnumIndex::add(fwds, slots, name, id)?;
+                        index.add_full(hash, id)?;
                     }
                 }
             }
@@ -468,26 +477,16 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         let Some(index) = self.enum_index() else {
             return Ok(id);
         };
-        let mut slot = EnumIndex::head(&index.full, self.hash_all(id));
-        let mut winner = None;
-        while let Some((c, before)) = self.enum_index().and_then(|i| i.slot(slot)) {
-            if self.equal_all(id, c) {
-                winner = Some(c);
-                break;
-            }
-            slot = before;
-        }
+        let winner = index
+            .newest(&index.full, self.hash_all(id))
+            .find(|&c| self.equal_all(id, c));
         let newer_than = winner.unwrap_or(0);
-        let mut slot = self
-            .enum_index()
-            .map_or(UNPROCESSED, |i| EnumIndex::head(&i.fwds, name));
         let mut resolve_canon = Vec::new();
-        while let Some((c, before)) = self.enum_index().and_then(|i| i.slot(slot)) {
-            if c <= newer_than {
-                break;
-            }
+        for c in index
+            .newest(&index.fwds, u64::from(name))
+            .take_while(|&c| c > newer_than)
+        {
             crate::fallible::push(&mut resolve_canon, c)?;
-            slot = before;
         }
         for c in resolve_canon {
             self.map_mut()[c as usize] = id;
