@@ -270,6 +270,9 @@ struct Output<'a, 'w> {
     /// Converting in one pass: references into units not numbered yet (their ids:
     /// [`PENDING_BASE`] and up).
     pending: Vec<Pending>,
+    /// The kind-specific words of the record being made, kept between records: allocated
+    /// afresh for each, they were most of the records' allocations (millions in a kernel).
+    words: Vec<u32>,
 }
 
 /// The converter's state across all units of one input.
@@ -349,6 +352,7 @@ impl<'a, 'w> Converter<'a, 'w> {
             numbered: Vec::new(),
             next_id: 1,
             pending: Vec::new(),
+            words: Vec::new(),
         };
         Ok(Converter { input, out })
     }
@@ -842,6 +846,19 @@ impl<'a, 'w> Output<'a, 'w> {
             .and_then(|n| self.first_extra.checked_add(n))
             .filter(|&id| id <= self.extra_limit)
             .ok_or_else(super::too_many_records)
+    }
+
+    /// `make` with the kind-specific word buffer ([`Output::words`]), emptied, taken out of
+    /// `self` meanwhile.
+    fn with_words<T>(
+        &mut self,
+        make: impl FnOnce(&mut Self, &mut Vec<u32>) -> Result<T>,
+    ) -> Result<T> {
+        let mut words = core::mem::take(&mut self.words);
+        words.clear();
+        let made = make(self, &mut words);
+        self.words = words;
+        made
     }
 
     /// pahole's array index type: a signed 4-byte `int`, made once, when first needed.

@@ -55,8 +55,10 @@ impl<'a> Input<'a> {
             }
             dw::DW_TAG_array_type => return self.array(out, unit, nodes, node, id, at),
             dw::DW_TAG_subroutine_type => {
-                let (record, words) = self.proto(out, unit, nodes, node, false, at)?;
-                return out.types.set(id, record, &words);
+                return out.with_words(|out, words| {
+                    let record = self.proto(out, unit, nodes, node, false, words, at)?;
+                    out.types.set(id, record, words)
+                });
             }
             // A pointer's type tags were written with the pointer.
             _ => return Ok(()),
@@ -147,6 +149,9 @@ impl<'a> Input<'a> {
         component: i32,
         at: At,
     ) -> Result<()> {
+        if !nodes.has_annotations() {
+            return Ok(());
+        }
         for (_, child) in children(nodes, node) {
             if child.tag != DW_TAG_LLVM_ANNOTATION
                 || self.string_of(&out.current, unit, child.attrs.get(A::Name), at)?
@@ -188,8 +193,32 @@ impl<'a> Input<'a> {
         }
         let size = die.attrs.udata(A::ByteSize).unwrap_or(0);
         let size = u32::try_from(size).map_err(|_| at.err("a struct's size overflows"))?;
+        out.with_words(|out, words| {
+            let any_bitfield = self.members(out, unit, nodes, node, id, words, at)?;
+            let vlen = u16::try_from(words.len() / 3)
+                .map_err(|_| at.err("more members than BTF holds"))?;
+            out.types.set(
+                id,
+                Record::new(name_off, kind, any_bitfield, vlen, size),
+                words,
+            )
+        })
+    }
+
+    /// The member words of struct or union `nodes[node]` (id `id`) into `words`, their
+    /// `DECL_TAG`s and the struct's written; whether a member is a bit-field.
+    #[allow(clippy::too_many_arguments)]
+    fn members(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        nodes: &Nodes<'a>,
+        node: usize,
+        id: u32,
+        words: &mut Vec<u32>,
+        at: At,
+    ) -> Result<bool> {
         let little = self.little;
-        let mut words: Vec<u32> = Vec::new();
         let mut any_bitfield = false;
         let mut member_index = 0i32;
         for (index, member) in children(nodes, node) {
@@ -218,18 +247,12 @@ impl<'a> Input<'a> {
             } else {
                 bit_offset
             };
-            fallible::extend(&mut words, &[member_name, member_type, offset])?;
+            fallible::extend(words, &[member_name, member_type, offset])?;
             self.decl_tags(out, unit, nodes, index, id, member_index, at)?;
             member_index += 1;
         }
         self.decl_tags(out, unit, nodes, node, id, -1, at)?;
-        let vlen =
-            u16::try_from(words.len() / 3).map_err(|_| at.err("more members than BTF holds"))?;
-        out.types.set(
-            id,
-            Record::new(name_off, kind, any_bitfield, vlen, size),
-            &words,
-        )
+        Ok(any_bitfield)
     }
 
     /// A member's bit offset as pahole's `class_member__cache_byte_size` computes it:
@@ -348,7 +371,34 @@ impl<'a> Input<'a> {
             }
         };
         let wide = size > 4;
-        let mut words: Vec<u32> = Vec::new();
+        out.with_words(|out, words| {
+            let negative = self.enumerators(out, unit, nodes, node, wide, words, at)?;
+            let per = if wide { 3 } else { 2 };
+            let vlen = u16::try_from(words.len() / per)
+                .map_err(|_| at.err("more enumerators than BTF holds"))?;
+            let (kind, flag) = if wide {
+                (Kind::Enum64, signed)
+            } else {
+                (Kind::Enum, negative)
+            };
+            out.types
+                .set(id, Record::new(name, kind, flag, vlen, size), words)
+        })
+    }
+
+    /// The enumerator words of enum `nodes[node]` into `words` (8 bytes wide if `wide`);
+    /// whether a value is negative.
+    #[allow(clippy::too_many_arguments)]
+    fn enumerators(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        nodes: &Nodes<'a>,
+        node: usize,
+        wide: bool,
+        words: &mut Vec<u32>,
+        at: At,
+    ) -> Result<bool> {
         let mut negative = false;
         for (_, enumerator) in children(nodes, node) {
             if enumerator.tag != dw::DW_TAG_enumerator {
@@ -357,10 +407,7 @@ impl<'a> Input<'a> {
             let value_name = self.intern_value(out, unit, enumerator.attrs.get(A::Name), at)?;
             let value = enumerator.attrs.udata(A::ConstValue).unwrap_or(0);
             if wide {
-                fallible::extend(
-                    &mut words,
-                    &[value_name, value as u32, (value >> 32) as u32],
-                )?;
+                fallible::extend(words, &[value_name, value as u32, (value >> 32) as u32])?;
             } else {
                 // libbpf's btf__add_enum_value: a value must fit in 32 bits, signed or not; a
                 // negative one makes the enum signed.
@@ -369,19 +416,10 @@ impl<'a> Input<'a> {
                     return Err(at.err("an enumerator of a 4-byte enum does not fit in 32 bits"));
                 }
                 negative |= signed_value < 0;
-                fallible::extend(&mut words, &[value_name, value as u32])?;
+                fallible::extend(words, &[value_name, value as u32])?;
             }
         }
-        let per = if wide { 3 } else { 2 };
-        let vlen = u16::try_from(words.len() / per)
-            .map_err(|_| at.err("more enumerators than BTF holds"))?;
-        let (kind, flag) = if wide {
-            (Kind::Enum64, signed)
-        } else {
-            (Kind::Enum, negative)
-        };
-        out.types
-            .set(id, Record::new(name, kind, flag, vlen, size), &words)
+        Ok(negative)
     }
 
     /// pahole 1.24 writes a multi-dimensional array as one array of all its elements.
@@ -421,9 +459,10 @@ impl<'a> Input<'a> {
         )
     }
 
-    /// A `FUNC_PROTO` for a subroutine type or a function: return type, parameters, and a
-    /// trailing `void` parameter when variadic. For a function (`named`), parameters
-    /// carry their names.
+    /// A `FUNC_PROTO` for a subroutine type or a function: return type, parameters (their
+    /// words into `words`), and a trailing `void` parameter when variadic.
+    /// For a function (`named`), parameters carry their names.
+    #[allow(clippy::too_many_arguments)]
     fn proto(
         &self,
         out: &mut Output<'a, '_>,
@@ -431,10 +470,10 @@ impl<'a> Input<'a> {
         nodes: &Nodes<'a>,
         node: usize,
         named: bool,
+        words: &mut Vec<u32>,
         at: At,
-    ) -> Result<(Record, Vec<u32>)> {
+    ) -> Result<Record> {
         let ret = self.type_of(out, unit, &nodes.get(node).attrs, at)?;
-        let mut words: Vec<u32> = Vec::new();
         let mut variadic = false;
         for (_, param) in children(nodes, node) {
             match param.tag {
@@ -445,18 +484,18 @@ impl<'a> Input<'a> {
                         0
                     };
                     let ty = self.type_of(out, unit, &param.attrs, at)?;
-                    fallible::extend(&mut words, &[name, ty])?;
+                    fallible::extend(words, &[name, ty])?;
                 }
                 dw::DW_TAG_unspecified_parameters => variadic = true,
                 _ => {}
             }
         }
         if variadic {
-            fallible::extend(&mut words, &[0, 0])?;
+            fallible::extend(words, &[0, 0])?;
         }
         let vlen =
             u16::try_from(words.len() / 2).map_err(|_| at.err("more parameters than BTF holds"))?;
-        Ok((Record::new(0, Kind::FuncProto, false, vlen, ret), words))
+        Ok(Record::new(0, Kind::FuncProto, false, vlen, ret))
     }
 
     /// A `FUNC` (and its `FUNC_PROTO`, `DECL_TAG`s) for a function pahole 1.24 encodes: a
@@ -496,9 +535,12 @@ impl<'a> Input<'a> {
                 _ => return Ok(()),
             }
         }
-        let (record, words) = self.proto(out, unit, nodes, node, true, at)?;
-        let proto = out.next_extra()?;
-        out.extra.push(record, &words)?;
+        let proto = out.with_words(|out, words| {
+            let record = self.proto(out, unit, nodes, node, true, words, at)?;
+            let proto = out.next_extra()?;
+            out.extra.push(record, words)?;
+            Ok(proto)
+        })?;
         let func = out.next_extra()?;
         let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
         out.extra

@@ -84,7 +84,10 @@ impl<'n, 'a> Attrs<'n, 'a> {
             let Some(slot) = wanted(spec.name()) else {
                 continue;
             };
-            raw.skip_attributes(&specs[skipped..i])?;
+            // Most runs between two wanted attributes are empty: no call for those.
+            if skipped < i {
+                raw.skip_attributes(&specs[skipped..i])?;
+            }
             skipped = i + 1;
             // Read in place, not moved out by `?`: the move copied gimli's result, just
             // written field by field, with wider loads, and each waited for the stores to
@@ -104,7 +107,9 @@ impl<'n, 'a> Attrs<'n, 'a> {
                 }
             }
         }
-        raw.skip_attributes(&specs[skipped..])?;
+        if skipped < specs.len() {
+            raw.skip_attributes(&specs[skipped..])?;
+        }
         Ok(present)
     }
 
@@ -165,6 +170,9 @@ const NO_PARENT: usize = usize::MAX;
 pub(super) struct Nodes<'a> {
     list: Vec<Node>,
     values: Vec<Value<'a>>,
+    /// Whether one of `list` is an annotation (`DW_TAG_LLVM_annotation`): clang's, with
+    /// `btf_type_tag`/`btf_decl_tag` in the source; gcc writes none.
+    annotations: bool,
 }
 
 /// A kept DIE as the records read it.
@@ -203,6 +211,12 @@ impl<'a> Nodes<'a> {
     fn clear(&mut self) {
         self.list.clear();
         self.values.clear();
+        self.annotations = false;
+    }
+
+    /// Whether a kept DIE is an annotation ([`Nodes::annotations`]).
+    pub(super) fn has_annotations(&self) -> bool {
+        self.annotations
     }
 }
 
@@ -752,6 +766,7 @@ impl<'a> Input<'a> {
                 }
             }
             let kept = nodes.list.len();
+            nodes.annotations |= tag == DW_TAG_LLVM_ANNOTATION;
             fallible::push(
                 &mut nodes.list,
                 Node {
