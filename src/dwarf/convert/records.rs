@@ -194,7 +194,40 @@ impl<'a> Input<'a> {
         let size = die.attrs.udata(A::ByteSize).unwrap_or(0);
         let size = u32::try_from(size).map_err(|_| at.err("a struct's size overflows"))?;
         out.with_words(|out, words| {
-            let any_bitfield = self.members(out, unit, nodes, node, id, words, at)?;
+            let little = self.little;
+            let mut any_bitfield = false;
+            let mut member_index = 0i32;
+            for (index, member) in children(nodes, node) {
+                let mut at = at;
+                at.die = self.units[unit].start + member.offset.0 as u64;
+                match member.tag {
+                    dw::DW_TAG_member => {}
+                    dw::DW_TAG_inheritance => {
+                        member_index += 1;
+                        continue;
+                    }
+                    _ => continue,
+                }
+                let attrs = &member.attrs;
+                let member_name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
+                let member_type = self.type_of(out, unit, attrs, at)?;
+                let bitfield_size = attrs.udata(A::BitSize).unwrap_or(0);
+                let bit_offset =
+                    self.member_bit_offset(&out.current, unit, attrs, bitfield_size, little, at)?;
+                let offset = if bitfield_size != 0 {
+                    any_bitfield = true;
+                    if bitfield_size > 255 || bit_offset >= 1 << 24 {
+                        return Err(at.err("a bit-field too large or too far for BTF"));
+                    }
+                    ((bitfield_size as u32) << 24) | bit_offset
+                } else {
+                    bit_offset
+                };
+                fallible::extend(words, &[member_name, member_type, offset])?;
+                self.decl_tags(out, unit, nodes, index, id, member_index, at)?;
+                member_index += 1;
+            }
+            self.decl_tags(out, unit, nodes, node, id, -1, at)?;
             let vlen = u16::try_from(words.len() / 3)
                 .map_err(|_| at.err("more members than BTF holds"))?;
             out.types.set(
@@ -203,56 +236,6 @@ impl<'a> Input<'a> {
                 words,
             )
         })
-    }
-
-    /// The member words of struct or union `nodes[node]` (id `id`) into `words`, their
-    /// `DECL_TAG`s and the struct's written; whether a member is a bit-field.
-    #[allow(clippy::too_many_arguments)]
-    fn members(
-        &self,
-        out: &mut Output<'a, '_>,
-        unit: usize,
-        nodes: &Nodes<'a>,
-        node: usize,
-        id: u32,
-        words: &mut Vec<u32>,
-        at: At,
-    ) -> Result<bool> {
-        let little = self.little;
-        let mut any_bitfield = false;
-        let mut member_index = 0i32;
-        for (index, member) in children(nodes, node) {
-            let mut at = at;
-            at.die = self.units[unit].start + member.offset.0 as u64;
-            match member.tag {
-                dw::DW_TAG_member => {}
-                dw::DW_TAG_inheritance => {
-                    member_index += 1;
-                    continue;
-                }
-                _ => continue,
-            }
-            let attrs = &member.attrs;
-            let member_name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
-            let member_type = self.type_of(out, unit, attrs, at)?;
-            let bitfield_size = attrs.udata(A::BitSize).unwrap_or(0);
-            let bit_offset =
-                self.member_bit_offset(&out.current, unit, attrs, bitfield_size, little, at)?;
-            let offset = if bitfield_size != 0 {
-                any_bitfield = true;
-                if bitfield_size > 255 || bit_offset >= 1 << 24 {
-                    return Err(at.err("a bit-field too large or too far for BTF"));
-                }
-                ((bitfield_size as u32) << 24) | bit_offset
-            } else {
-                bit_offset
-            };
-            fallible::extend(words, &[member_name, member_type, offset])?;
-            self.decl_tags(out, unit, nodes, index, id, member_index, at)?;
-            member_index += 1;
-        }
-        self.decl_tags(out, unit, nodes, node, id, -1, at)?;
-        Ok(any_bitfield)
     }
 
     /// A member's bit offset as pahole's `class_member__cache_byte_size` computes it:
@@ -372,7 +355,28 @@ impl<'a> Input<'a> {
         };
         let wide = size > 4;
         out.with_words(|out, words| {
-            let negative = self.enumerators(out, unit, nodes, node, wide, words, at)?;
+            let mut negative = false;
+            for (_, enumerator) in children(nodes, node) {
+                if enumerator.tag != dw::DW_TAG_enumerator {
+                    continue;
+                }
+                let value_name = self.intern_value(out, unit, enumerator.attrs.get(A::Name), at)?;
+                let value = enumerator.attrs.udata(A::ConstValue).unwrap_or(0);
+                if wide {
+                    fallible::extend(words, &[value_name, value as u32, (value >> 32) as u32])?;
+                } else {
+                    // libbpf's btf__add_enum_value: a value must fit in 32 bits, signed or not; a
+                    // negative one makes the enum signed.
+                    let signed_value = value as i64;
+                    if !(i64::from(i32::MIN)..=i64::from(u32::MAX)).contains(&signed_value) {
+                        return Err(
+                            at.err("an enumerator of a 4-byte enum does not fit in 32 bits")
+                        );
+                    }
+                    negative |= signed_value < 0;
+                    fallible::extend(words, &[value_name, value as u32])?;
+                }
+            }
             let per = if wide { 3 } else { 2 };
             let vlen = u16::try_from(words.len() / per)
                 .map_err(|_| at.err("more enumerators than BTF holds"))?;
@@ -384,42 +388,6 @@ impl<'a> Input<'a> {
             out.types
                 .set(id, Record::new(name, kind, flag, vlen, size), words)
         })
-    }
-
-    /// The enumerator words of enum `nodes[node]` into `words` (8 bytes wide if `wide`);
-    /// whether a value is negative.
-    #[allow(clippy::too_many_arguments)]
-    fn enumerators(
-        &self,
-        out: &mut Output<'a, '_>,
-        unit: usize,
-        nodes: &Nodes<'a>,
-        node: usize,
-        wide: bool,
-        words: &mut Vec<u32>,
-        at: At,
-    ) -> Result<bool> {
-        let mut negative = false;
-        for (_, enumerator) in children(nodes, node) {
-            if enumerator.tag != dw::DW_TAG_enumerator {
-                continue;
-            }
-            let value_name = self.intern_value(out, unit, enumerator.attrs.get(A::Name), at)?;
-            let value = enumerator.attrs.udata(A::ConstValue).unwrap_or(0);
-            if wide {
-                fallible::extend(words, &[value_name, value as u32, (value >> 32) as u32])?;
-            } else {
-                // libbpf's btf__add_enum_value: a value must fit in 32 bits, signed or not; a
-                // negative one makes the enum signed.
-                let signed_value = value as i64;
-                if !(i64::from(i32::MIN)..=i64::from(u32::MAX)).contains(&signed_value) {
-                    return Err(at.err("an enumerator of a 4-byte enum does not fit in 32 bits"));
-                }
-                negative |= signed_value < 0;
-                fallible::extend(words, &[value_name, value as u32])?;
-            }
-        }
-        Ok(negative)
     }
 
     /// pahole 1.24 writes a multi-dimensional array as one array of all its elements.
