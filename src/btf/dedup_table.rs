@@ -355,36 +355,82 @@ impl EnumIndex {
     }
 }
 
-/// libbpf's dedup phases for primitive types and structs, over a deduplication's records,
-/// canonical map and candidate table: the DWARF converter's (one BTF) and a module's split
-/// over its kernel's (whose base types are canonical already and never change).
-pub(crate) trait DedupPhases: DedupRecords + Sized {
+/// The tables libbpf's dedup phases keep: every [`DedupPhases`] implementor embeds one set
+/// and reaches it through [`DedupPhases::tables`].
+#[derive(Debug, Default)]
+pub(crate) struct PhaseTables {
+    /// Ids below this are a base's (0 without one): canonical already, never changed.
+    pub(crate) base_len: u32,
     /// Each type's canonical type (a chain [`resolve`] follows), or a marker.
-    fn map(&self) -> &[u32];
-    fn map_mut(&mut self) -> &mut [u32];
-    fn hypot(&mut self) -> &mut Hypot;
-    /// Ids below this are a base's (0 without one).
-    fn base_len(&self) -> u32;
-    /// The newest candidate with hash `h`, or [`UNPROCESSED`].
-    fn first_candidate(&self, h: u64) -> u32;
-    /// The candidate after `id` with hash `h`, or [`UNPROCESSED`].
-    fn next_candidate(&self, id: u32, h: u64) -> u32;
-    /// Add canonical type `id` with hash `h` to the candidates.
-    fn add_candidate(&mut self, h: u64, id: u32) -> Result<()>;
+    pub(crate) map: Vec<u32>,
+    /// The struct phase's hypothetical map.
+    pub(crate) hypot: Hypot,
+    /// Hash → the newest canonical type with it; `chain`, by slot (an id less the base's
+    /// length), links each to the one before (libbpf's hashmap also yields the newest first).
+    pub(crate) table: HashTable<(u64, u32)>,
+    pub(crate) chain: Vec<u32>,
+    /// The canonical enums by content and forward declarations by name, for a
+    /// deduplication that keeps an [`EnumIndex`] (without, full enums walk their name's
+    /// candidates as libbpf does).
+    pub(crate) enums: Option<EnumIndex>,
+}
+
+impl PhaseTables {
+    /// The tables for `len` types, of which the first `base_len` (a split BTF's base) are
+    /// canonical already, and `void` (id 0) in any case; with an [`EnumIndex`] if `enums`.
+    pub(crate) fn new(len: usize, base_len: u32, enums: bool) -> Result<PhaseTables> {
+        let own = len.saturating_sub(base_len as usize);
+        let mut map = crate::fallible::vec_with_capacity(len)?;
+        map.extend(0..base_len.max(1).min(len as u32));
+        map.resize(len, UNPROCESSED);
+        let mut chain = crate::fallible::vec_with_capacity(own)?;
+        chain.resize(own, UNPROCESSED);
+        Ok(PhaseTables {
+            base_len,
+            map,
+            hypot: Hypot::new(len)?,
+            table: HashTable::new(),
+            chain,
+            enums: enums.then(EnumIndex::default),
+        })
+    }
+}
+
+/// libbpf's dedup phases for primitive types and structs, over a deduplication's records and
+/// [`PhaseTables`]: the DWARF converter's (one BTF) and a module's split over its kernel's
+/// (whose base types are canonical already and never change).
+pub(crate) trait DedupPhases: DedupRecords + Sized {
+    /// The phases' tables.
+    fn tables(&self) -> &PhaseTables;
+    /// [`DedupPhases::tables`], to change.
+    fn tables_mut(&mut self) -> &mut PhaseTables;
     /// Set the `size_or_type` of type `id` (the reference phase makes it canonical).
     fn set_size_or_type(&mut self, id: u32, value: u32);
     /// Set kind-specific word `index` of type `id`, which [`DedupRecords::words`] has.
     fn set_word(&mut self, id: u32, index: usize, value: u32);
     /// The error for type `id`, which has no kind: a slot never written.
     fn unwritten(&self, id: u32) -> Error;
-    /// The [`EnumIndex`] that [`DedupPhases::prim_type`] keeps, for a deduplication that has
-    /// one (without, full enums walk their name's candidates as libbpf does).
-    fn enum_index(&self) -> Option<&EnumIndex> {
-        None
+
+    /// The newest candidate with hash `h`, or [`UNPROCESSED`].
+    fn first_candidate(&self, h: u64) -> u32 {
+        head(&self.tables().table, h)
     }
-    /// [`DedupPhases::enum_index`], to add to.
-    fn enum_index_mut(&mut self) -> Option<&mut EnumIndex> {
-        None
+
+    /// The candidate after `id` with hash `h`, or [`UNPROCESSED`].
+    fn next_candidate(&self, id: u32, _h: u64) -> u32 {
+        let slot = id.wrapping_sub(self.tables().base_len) as usize;
+        self.tables()
+            .chain
+            .get(slot)
+            .copied()
+            .unwrap_or(UNPROCESSED)
+    }
+
+    /// Add canonical type `id` with hash `h` to the candidates.
+    fn add_candidate(&mut self, h: u64, id: u32) -> Result<()> {
+        let slot = id.wrapping_sub(self.tables().base_len) as usize;
+        let tables = self.tables_mut();
+        add(&mut tables.table, &mut tables.chain, slot, h, id)
     }
 
     /// The first candidate with hash `h` for which `equal` holds.
@@ -412,7 +458,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                 h
             }
             Some(Kind::Enum | Kind::Enum64)
-                if !self.is_enum_fwd(id) && self.enum_index().is_some() =>
+                if !self.is_enum_fwd(id) && self.tables().enums.is_some() =>
             {
                 let name = self.record(id).name;
                 new_id = self.indexed_enum(id, name)?;
@@ -438,7 +484,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                     c = self.next_candidate(c, h);
                 }
                 for c in resolve_canon {
-                    self.map_mut()[c as usize] = id;
+                    self.tables_mut().map[c as usize] = id;
                 }
                 h
             }
@@ -451,13 +497,13 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             }
             _ => return Ok(()),
         };
-        self.map_mut()[id as usize] = new_id;
+        self.tables_mut().map[id as usize] = new_id;
         if new_id == id {
             self.add_candidate(h, id)?;
-            if self.enum_index().is_some() && self.is_enum(id) {
+            if self.tables().enums.is_some() && self.is_enum(id) {
                 let fwd = self.is_enum_fwd(id);
                 let (hash, name) = (self.hash_all(id), self.record(id).name);
-                if let Some(index) = self.enum_index_mut() {
+                if let Some(index) = self.tables_mut().enums.as_mut() {
                     if fwd {
                         index.add_fwd(name, id)?;
                     } else {
@@ -474,7 +520,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
     /// declarations of its name newer than that resolved to `id`, as libbpf's walk of the
     /// name's candidates resolves them.
     fn indexed_enum(&mut self, id: u32, name: u32) -> Result<u32> {
-        let Some(index) = self.enum_index() else {
+        let Some(index) = self.tables().enums.as_ref() else {
             return Ok(id);
         };
         let winner = index
@@ -489,7 +535,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             crate::fallible::push(&mut resolve_canon, c)?;
         }
         for c in resolve_canon {
-            self.map_mut()[c as usize] = id;
+            self.tables_mut().map[c as usize] = id;
         }
         Ok(winner.unwrap_or(id))
     }
@@ -500,17 +546,17 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         if depth > MAX_DEPTH {
             return Err(self.too_deep());
         }
-        if resolve(self.map(), cand) == resolve(self.map(), canon) {
+        if resolve(&self.tables().map, cand) == resolve(&self.tables().map, canon) {
             return Ok(true);
         }
-        let canon = self.resolve_fwd(self.map(), canon);
-        let hypot = self.hypot().map[canon as usize];
+        let canon = self.resolve_fwd(&self.tables().map, canon);
+        let hypot = self.tables().hypot.map[canon as usize];
         if hypot != UNPROCESSED {
             return Ok(hypot == cand
                 || self.identical_arrays(hypot, cand)
                 || self.identical_structs(hypot, cand, depth + 1)?);
         }
-        let assumed = self.hypot();
+        let assumed = &mut self.tables_mut().hypot;
         assumed.map[canon as usize] = cand;
         crate::fallible::push(&mut assumed.list, canon)?;
         let (c, k) = (self.record(cand), self.record(canon));
@@ -531,8 +577,8 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             } else {
                 let fwd_kind = fwd_kind(&k);
                 // A base FWD the module's struct would resolve: not an equivalence.
-                if c.kind == Some(fwd_kind) && canon < self.base_len() {
-                    self.hypot().adjust_canon = true;
+                if c.kind == Some(fwd_kind) && canon < self.tables().base_len {
+                    self.tables_mut().hypot.adjust_canon = true;
                 }
                 (c.kind, fwd_kind)
             };
@@ -631,26 +677,29 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
     /// libbpf's `btf_dedup_merge_hypot_map`: the pairs an equivalence assumed, made canonical.
     fn merge_hypot(&mut self) {
         let fwd = Some(Kind::Fwd);
-        for i in 0..self.hypot().list.len() {
-            let canon = self.hypot().list[i];
-            let target = self.hypot().map[canon as usize];
-            let (t, c) = (resolve(self.map(), target), resolve(self.map(), canon));
+        for i in 0..self.tables().hypot.list.len() {
+            let canon = self.tables().hypot.list[i];
+            let target = self.tables().hypot.map[canon as usize];
+            let (t, c) = (
+                resolve(&self.tables().map, target),
+                resolve(&self.tables().map, canon),
+            );
             let (tk, ck) = (self.kind(t), self.kind(c));
             if tk != fwd && ck == fwd {
-                self.map_mut()[c as usize] = t;
+                self.tables_mut().map[c as usize] = t;
             }
-            if self.hypot().adjust_canon {
+            if self.tables().hypot.adjust_canon {
                 continue;
             }
             if tk == fwd && ck != fwd {
-                self.map_mut()[t as usize] = c;
+                self.tables_mut().map[t as usize] = c;
             }
             if matches!(tk, Some(Kind::Struct | Kind::Union))
                 && ck != fwd
-                && is_mapped(self.map(), c)
-                && !is_mapped(self.map(), t)
+                && is_mapped(&self.tables().map, c)
+                && !is_mapped(&self.tables().map, t)
             {
-                self.map_mut()[t as usize] = c;
+                self.tables_mut().map[t as usize] = c;
             }
         }
     }
@@ -658,7 +707,9 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
     /// libbpf's `btf_dedup_struct_type`: struct or union `id` to the first candidate whose
     /// type graph is equivalent, or canonical itself.
     fn struct_type(&mut self, id: u32) -> Result<()> {
-        if is_mapped(self.map(), id) || !matches!(self.kind(id), Some(Kind::Struct | Kind::Union)) {
+        if is_mapped(&self.tables().map, id)
+            || !matches!(self.kind(id), Some(Kind::Struct | Kind::Union))
+        {
             return Ok(());
         }
         let h = self.hash_struct(id);
@@ -670,18 +721,18 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             if !self.shallow_equal_struct(id, cand) {
                 continue;
             }
-            self.hypot().clear();
+            self.tables_mut().hypot.clear();
             if !self.is_equiv(id, cand, 0)? {
                 continue;
             }
             self.merge_hypot();
-            if self.hypot().adjust_canon {
+            if self.tables().hypot.adjust_canon {
                 continue;
             }
             new_id = cand;
             break;
         }
-        self.map_mut()[id as usize] = new_id;
+        self.tables_mut().map[id as usize] = new_id;
         if new_id == id {
             self.add_candidate(h, id)?;
         }
@@ -694,7 +745,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         if depth > MAX_DEPTH {
             return Err(self.too_deep());
         }
-        match self.map().get(id as usize) {
+        match self.tables().map.get(id as usize) {
             None => return Err(Error::NoSuchType(id)),
             Some(&IN_PROGRESS) => {
                 return Err(Error::BadType {
@@ -702,10 +753,12 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                     reason: "a reference cycle that passes through no struct or union",
                 });
             }
-            Some(_) if is_mapped(self.map(), id) => return Ok(resolve(self.map(), id)),
+            Some(_) if is_mapped(&self.tables().map, id) => {
+                return Ok(resolve(&self.tables().map, id));
+            }
             Some(_) => {}
         }
-        self.map_mut()[id as usize] = IN_PROGRESS;
+        self.tables_mut().map[id as usize] = IN_PROGRESS;
         let r = self.record(id);
         let Some(kind) = r.kind else {
             return Err(self.unwritten(id));
@@ -762,7 +815,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                 _ => d.equal_common(id, c),
             })
             .unwrap_or(id);
-        self.map_mut()[id as usize] = new_id;
+        self.tables_mut().map[id as usize] = new_id;
         if new_id == id {
             self.add_candidate(h, id)?;
         }
@@ -781,11 +834,7 @@ mod tests {
     struct Enums {
         records: Vec<Record>,
         words: Vec<u32>,
-        map: Vec<u32>,
-        hypot: Hypot,
-        table: HashTable<(u64, u32)>,
-        chain: Vec<u32>,
-        index: Option<EnumIndex>,
+        tables: PhaseTables,
     }
 
     impl DedupRecords for Enums {
@@ -811,32 +860,12 @@ mod tests {
     }
 
     impl DedupPhases for Enums {
-        fn map(&self) -> &[u32] {
-            &self.map
+        fn tables(&self) -> &PhaseTables {
+            &self.tables
         }
 
-        fn map_mut(&mut self) -> &mut [u32] {
-            &mut self.map
-        }
-
-        fn hypot(&mut self) -> &mut Hypot {
-            &mut self.hypot
-        }
-
-        fn base_len(&self) -> u32 {
-            0
-        }
-
-        fn first_candidate(&self, h: u64) -> u32 {
-            head(&self.table, h)
-        }
-
-        fn next_candidate(&self, id: u32, _: u64) -> u32 {
-            self.chain.get(id as usize).copied().unwrap_or(UNPROCESSED)
-        }
-
-        fn add_candidate(&mut self, h: u64, id: u32) -> Result<()> {
-            add(&mut self.table, &mut self.chain, id as usize, h, id)
+        fn tables_mut(&mut self) -> &mut PhaseTables {
+            &mut self.tables
         }
 
         fn set_size_or_type(&mut self, _: u32, _: u32) {}
@@ -845,14 +874,6 @@ mod tests {
 
         fn unwritten(&self, id: u32) -> Error {
             Error::NoSuchType(id)
-        }
-
-        fn enum_index(&self) -> Option<&EnumIndex> {
-            self.index.as_ref()
-        }
-
-        fn enum_index_mut(&mut self) -> Option<&mut EnumIndex> {
-            self.index.as_mut()
         }
     }
 
@@ -887,17 +908,12 @@ mod tests {
         let mut d = Enums {
             records,
             words,
-            map: vec![UNPROCESSED; n],
-            hypot: Hypot::new(n).unwrap(),
-            table: HashTable::new(),
-            chain: vec![UNPROCESSED; n],
-            index: indexed.then(EnumIndex::default),
+            tables: PhaseTables::new(n, 0, indexed).unwrap(),
         };
-        d.map[0] = 0;
         for id in 1..n as u32 {
             d.prim_type(id).unwrap();
         }
-        d.map
+        d.tables.map
     }
 
     #[test]

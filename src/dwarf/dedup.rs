@@ -10,8 +10,7 @@
 use super::Types;
 use crate::btf::Kind;
 use crate::btf::dedup_table::{
-    self, DedupPhases, DedupRecords, EnumIndex, Hypot, IN_PROGRESS, MAX_DEPTH, Record, UNPROCESSED,
-    spread,
+    self, DedupPhases, DedupRecords, IN_PROGRESS, MAX_DEPTH, PhaseTables, Record, spread,
 };
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
@@ -26,18 +25,9 @@ const _: () = assert!(super::MAX_RECORD_ID < IN_PROGRESS);
 pub fn dedup(types: &mut Types, writer: &mut BtfWriter) -> Result<()> {
     let n = types.records.len();
     let mut d = Dedup {
-        map: fallible::vec_with_capacity(n)?,
-        hypot: Hypot::new(n)?,
-        table: HashTable::new(),
-        chain: fallible::vec_with_capacity(n)?,
-        enums: EnumIndex::default(),
+        tables: PhaseTables::new(n, 0, true)?,
         types,
     };
-    d.map.resize(n, UNPROCESSED);
-    d.chain.resize(n, UNPROCESSED);
-    if n > 0 {
-        d.map[0] = 0;
-    }
     for id in 1..n as u32 {
         d.prim_type(id)?;
     }
@@ -49,30 +39,23 @@ pub fn dedup(types: &mut Types, writer: &mut BtfWriter) -> Result<()> {
         d.ref_type(id, 0)?;
     }
     // What the search needed (tens of megabytes for a kernel) is gone before the output grows.
-    d.hypot = Hypot::default();
-    d.enums = EnumIndex::default();
-    d.chain = Vec::new();
-    d.table = HashTable::new();
+    d.tables = PhaseTables {
+        map: core::mem::take(&mut d.tables.map),
+        ..PhaseTables::default()
+    };
     d.emit(writer)
 }
 
 struct Dedup<'t> {
     types: &'t mut Types,
-    /// Each type's canonical type (a chain that [`Dedup::resolve`] follows), or a marker.
-    map: Vec<u32>,
-    /// The struct phase's hypothetical map.
-    hypot: Hypot,
-    /// Hash → the newest canonical type with it; `chain` links to the one before (libbpf's
-    /// hashmap also yields the newest candidate first).
-    table: HashTable<(u64, u32)>,
-    chain: Vec<u32>,
-    /// The canonical enums by content and forward declaration by name (the prim phase's).
-    enums: EnumIndex,
+    /// The phases' tables, with an [`crate::btf::dedup_table::EnumIndex`]: a kernel's units
+    /// repeat thousands of enums.
+    tables: PhaseTables,
 }
 
 impl Dedup<'_> {
     fn resolve(&self, id: u32) -> u32 {
-        dedup_table::resolve(&self.map, id)
+        dedup_table::resolve(&self.tables.map, id)
     }
 
     /// A canonical forward declaration names the one canonical struct or union of its
@@ -81,9 +64,9 @@ impl Dedup<'_> {
         // Name → the canonical composite of that name, 0 when there are several.
         let mut names: HashTable<(u32, u32)> = HashTable::new();
         let hash = |name: u32| spread(u64::from(name));
-        for id in 1..self.map.len() as u32 {
+        for id in 1..self.tables.map.len() as u32 {
             if !matches!(self.kind(id), Some(Kind::Struct | Kind::Union))
-                || self.map[id as usize] != id
+                || self.tables.map[id as usize] != id
             {
                 continue;
             }
@@ -96,9 +79,9 @@ impl Dedup<'_> {
                 }
             }
         }
-        for id in 1..self.map.len() as u32 {
+        for id in 1..self.tables.map.len() as u32 {
             let r = self.record(id);
-            if r.kind != Some(Kind::Fwd) || self.map[id as usize] != id {
+            if r.kind != Some(Kind::Fwd) || self.tables.map[id as usize] != id {
                 continue;
             }
             let Some(&(_, cand)) = names.find(hash(r.name), |&(n, _)| n == r.name) else {
@@ -110,7 +93,7 @@ impl Dedup<'_> {
                 Kind::Struct
             };
             if cand != 0 && self.kind(cand) == Some(wanted) {
-                self.map[id as usize] = cand;
+                self.tables.map[id as usize] = cand;
             }
         }
         Ok(())
@@ -118,12 +101,12 @@ impl Dedup<'_> {
 
     /// Write the canonical types in id order, every reference remapped to its new id.
     fn emit(&mut self, writer: &mut BtfWriter) -> Result<()> {
-        let n = self.map.len();
+        let n = self.tables.map.len();
         let mut new_ids: Vec<u32> = fallible::vec_with_capacity(n)?;
         new_ids.resize(n, 0);
         let mut next = 1u32;
         for (id, new_id) in new_ids.iter_mut().enumerate().skip(1) {
-            if self.map[id] == id as u32 {
+            if self.tables.map[id] == id as u32 {
                 *new_id = next;
                 next += 1;
             }
@@ -138,7 +121,7 @@ impl Dedup<'_> {
         let remap = |d: &Self, id: u32| new_ids[d.resolve(id) as usize];
         let mut words: Vec<u32> = Vec::new();
         for id in 1..n as u32 {
-            if self.map[id as usize] != id {
+            if self.tables.map[id as usize] != id {
                 continue;
             }
             let r = self.record(id);
@@ -190,32 +173,12 @@ fn too_deep() -> Error {
 }
 
 impl DedupPhases for Dedup<'_> {
-    fn map(&self) -> &[u32] {
-        &self.map
+    fn tables(&self) -> &PhaseTables {
+        &self.tables
     }
 
-    fn map_mut(&mut self) -> &mut [u32] {
-        &mut self.map
-    }
-
-    fn hypot(&mut self) -> &mut Hypot {
-        &mut self.hypot
-    }
-
-    fn base_len(&self) -> u32 {
-        0
-    }
-
-    fn first_candidate(&self, h: u64) -> u32 {
-        dedup_table::head(&self.table, h)
-    }
-
-    fn next_candidate(&self, id: u32, _: u64) -> u32 {
-        self.chain.get(id as usize).copied().unwrap_or(UNPROCESSED)
-    }
-
-    fn add_candidate(&mut self, h: u64, id: u32) -> Result<()> {
-        dedup_table::add(&mut self.table, &mut self.chain, id as usize, h, id)
+    fn tables_mut(&mut self) -> &mut PhaseTables {
+        &mut self.tables
     }
 
     fn set_size_or_type(&mut self, id: u32, value: u32) {
@@ -236,13 +199,5 @@ impl DedupPhases for Dedup<'_> {
             id,
             reason: "DWARF conversion left a type unwritten",
         }
-    }
-
-    fn enum_index(&self) -> Option<&EnumIndex> {
-        Some(&self.enums)
-    }
-
-    fn enum_index_mut(&mut self) -> Option<&mut EnumIndex> {
-        Some(&mut self.enums)
     }
 }

@@ -4,7 +4,7 @@
 //! the module's canonical types are written after the base's.
 
 use super::{OWN_STRING, Split, UNPROCESSED, View, name_table_add, name_table_get, too_deep};
-use crate::btf::dedup_table::{self, DedupPhases, DedupRecords, Hypot, Record};
+use crate::btf::dedup_table::{self, DedupPhases, DedupRecords, PhaseTables, Record};
 use crate::btf::write::BtfWriter;
 use crate::btf::{Btf, Kind, MAX_TYPE_ID};
 use crate::error::{Error, Result};
@@ -15,14 +15,9 @@ use hashbrown::HashTable;
 /// The state of one module's deduplication over a [`super::SplitBase`].
 pub(super) struct SplitDedup<'s, 'a> {
     pub(super) view: View<'s, 'a>,
-    /// Each type's canonical type (a chain [`SplitDedup::resolve`] follows), or a marker.
-    pub(super) map: Vec<u32>,
-    /// The struct phase's hypothetical map.
-    pub(super) hypot: Hypot,
-    /// Hash → newest module type with it; `chain` (by module index) links to the one
-    /// before, and past the module's oldest to the base's table.
-    pub(super) table: HashTable<(u64, u32)>,
-    pub(super) chain: Vec<u32>,
+    /// The phases' tables over the unified ids; the candidate table holds the module's
+    /// types, and past the module's oldest the base's table goes on.
+    pub(super) tables: PhaseTables,
 }
 
 impl SplitDedup<'_, '_> {
@@ -31,23 +26,23 @@ impl SplitDedup<'_, '_> {
     }
 
     fn resolve(&self, id: u32) -> u32 {
-        dedup_table::resolve(&self.map, id)
+        dedup_table::resolve(&self.tables.map, id)
     }
 
     /// A canonical module FWD names the one canonical struct or union of its name and kind,
     /// among the base's and the module's, when there is exactly one.
     pub(super) fn resolve_fwds(&mut self) -> Result<()> {
         let mut names: HashTable<(u32, u32)> = HashTable::new();
-        for id in self.b()..self.map.len() as u32 {
+        for id in self.b()..self.tables.map.len() as u32 {
             if matches!(self.view.kind(id), Some(Kind::Struct | Kind::Union))
-                && self.map[id as usize] == id
+                && self.tables.map[id as usize] == id
             {
                 name_table_add(&mut names, self.view.rec(id).name, id)?;
             }
         }
-        for id in self.b()..self.map.len() as u32 {
+        for id in self.b()..self.tables.map.len() as u32 {
             let r = self.view.rec(id);
-            if r.kind != Some(Kind::Fwd) || self.map[id as usize] != id {
+            if r.kind != Some(Kind::Fwd) || self.tables.map[id as usize] != id {
                 continue;
             }
             let base = name_table_get(&self.view.base.composites, r.name);
@@ -62,7 +57,7 @@ impl SplitDedup<'_, '_> {
                 Kind::Struct
             };
             if cand != 0 && self.view.kind(cand) == Some(wanted) {
-                self.map[id as usize] = cand;
+                self.tables.map[id as usize] = cand;
             }
         }
         Ok(())
@@ -72,11 +67,11 @@ impl SplitDedup<'_, '_> {
     /// remapped, names the base lacks in a string section that continues the base's.
     pub(super) fn emit(&self, module: &Btf<'_>) -> Result<Split> {
         let b = self.b();
-        let n = self.map.len() as u32 - b;
+        let n = self.tables.map.len() as u32 - b;
         let mut new_ids: Vec<u32> = fallible::vec_with_capacity(n as usize)?;
         let mut next = b;
         for id in b..b + n {
-            new_ids.push(if self.map[id as usize] == id {
+            new_ids.push(if self.tables.map[id as usize] == id {
                 next += 1;
                 next - 1
             } else {
@@ -111,7 +106,7 @@ impl SplitDedup<'_, '_> {
                 named += 1;
                 named_in_base += u32::from(self.resolve(id) < b);
             }
-            if self.map[id as usize] != id {
+            if self.tables.map[id as usize] != id {
                 continue;
             }
             let size_or_type = if kind.has_type_ref() {
@@ -159,25 +154,17 @@ impl DedupRecords for SplitDedup<'_, '_> {
 }
 
 impl DedupPhases for SplitDedup<'_, '_> {
-    fn map(&self) -> &[u32] {
-        &self.map
+    fn tables(&self) -> &PhaseTables {
+        &self.tables
     }
 
-    fn map_mut(&mut self) -> &mut [u32] {
-        &mut self.map
-    }
-
-    fn hypot(&mut self) -> &mut Hypot {
-        &mut self.hypot
-    }
-
-    fn base_len(&self) -> u32 {
-        self.b()
+    fn tables_mut(&mut self) -> &mut PhaseTables {
+        &mut self.tables
     }
 
     /// The module's newest, else the base's.
     fn first_candidate(&self, h: u64) -> u32 {
-        match dedup_table::head(&self.table, h) {
+        match dedup_table::head(&self.tables.table, h) {
             UNPROCESSED => dedup_table::head(&self.view.base.table, h),
             id => id,
         }
@@ -194,15 +181,10 @@ impl DedupPhases for SplitDedup<'_, '_> {
                 .copied()
                 .unwrap_or(UNPROCESSED);
         }
-        match self.chain.get((id - self.b()) as usize) {
+        match self.tables.chain.get((id - self.b()) as usize) {
             Some(&UNPROCESSED) | None => dedup_table::head(&self.view.base.table, h),
             Some(&next) => next,
         }
-    }
-
-    fn add_candidate(&mut self, h: u64, id: u32) -> Result<()> {
-        let slot = (id - self.b()) as usize;
-        dedup_table::add(&mut self.table, &mut self.chain, slot, h, id)
     }
 
     /// Only the module's own types are ever set (the base's are canonical already).

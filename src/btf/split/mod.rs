@@ -22,8 +22,8 @@
 //! that many modules split over one kernel pay for it once.
 
 use super::dedup_table::{
-    self, DedupPhases, DedupRecords, Hypot, IN_PROGRESS, MAX_DEPTH, Record, UNPROCESSED, combine,
-    spread,
+    self, DedupPhases, DedupRecords, IN_PROGRESS, MAX_DEPTH, PhaseTables, Record, UNPROCESSED,
+    combine, spread,
 };
 use super::write::string_at;
 use super::{Btf, Kind};
@@ -281,17 +281,11 @@ impl<'a> SplitBase<'a> {
         )?;
         let mut d = SplitDedup {
             view: View { base: self, own, b },
-            map: fallible::vec_with_capacity(total as usize)?,
-            hypot: Hypot::new(total as usize)?,
-            table: HashTable::new(),
-            chain: fallible::vec_with_capacity(module_types as usize)?,
+            tables: PhaseTables::new(total as usize, b, false)?,
         };
-        d.map.extend(0..b);
-        d.map.resize(total as usize, UNPROCESSED);
-        d.chain.resize(module_types as usize, UNPROCESSED);
         for id in b..total {
             if matches!(d.view.rec(id).kind, Some(Kind::Var | Kind::Datasec)) {
-                d.map[id as usize] = id;
+                d.tables.map[id as usize] = id;
             }
         }
         for id in b..total {
