@@ -1,8 +1,7 @@
 //! What btfgen's two deduplications share of libbpf's `btf__dedup`: the DWARF converter's
 //! ([`crate::dwarf`]) and the split of a module's types over its kernel's ([`super::split`]).
-//! The hashing and candidate table: a hash maps to its newest candidate; a chain, indexed by
-//! the caller's slot for each id, links every candidate to the one before, so candidates come
-//! newest first, as libbpf's hashmap yields them. And [`DedupRecords`], the hashes and
+//! The hashing and [`Candidates`], canonical types by hash, newest first, as libbpf's hashmap
+//! yields them. And [`DedupRecords`], the hashes and
 //! comparisons of records (libbpf's `btf_hash_*`, `btf_equal_*`, `btf_compat_*`) over however
 //! a deduplication holds them.
 
@@ -31,35 +30,66 @@ pub(crate) fn spread(h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
-/// Add `id` with hash `h` to `table`, linking the candidate it replaces through
-/// `chain[slot]`.
-pub(crate) fn add(
-    table: &mut HashTable<(u64, u32)>,
-    chain: &mut [u32],
-    slot: usize,
-    h: u64,
-    id: u32,
-) -> Result<()> {
-    table.try_reserve(1, |&(hash, _)| spread(hash))?;
-    match table.find_mut(spread(h), |&(hash, _)| hash == h) {
-        Some(entry) => {
-            if let Some(link) = chain.get_mut(slot) {
-                *link = entry.1;
-            }
-            entry.1 = id;
-        }
-        None => {
-            table.insert_unique(spread(h), (h, id), |&(hash, _)| spread(hash));
-        }
-    }
-    Ok(())
+/// A position among the candidates of one hash ([`Candidates::first`]): a slot, or past the
+/// last ([`UNPROCESSED`], or any slot [`Candidates::id`] has no type for).
+pub(crate) type Cursor = u32;
+
+/// Canonical types by hash, newest first (as libbpf's hashmap yields them), each in a slot of
+/// its own: only the types added take room, not every id (a kernel's DWARF has 3.3 million
+/// records, 0.1 million of them canonical).
+#[derive(Debug, Default)]
+pub(crate) struct Candidates {
+    /// Hash → the newest slot with it.
+    table: HashTable<(u64, u32)>,
+    /// The type in each slot.
+    ids: Vec<u32>,
+    /// Per slot, the slot added before it with the same hash ([`UNPROCESSED`]: none).
+    chain: Vec<u32>,
 }
 
-/// The newest candidate with hash `h`, or [`UNPROCESSED`].
-pub(crate) fn head(table: &HashTable<(u64, u32)>, h: u64) -> u32 {
-    table
-        .find(spread(h), |&(hash, _)| hash == h)
-        .map_or(UNPROCESSED, |&(_, id)| id)
+impl Candidates {
+    /// Add type `id` with hash `h`, as the newest of its hash.
+    pub(crate) fn add(&mut self, h: u64, id: u32) -> Result<()> {
+        let slot = u32::try_from(self.ids.len()).map_err(|_| Error::OutOfMemory)?;
+        self.table.try_reserve(1, |&(hash, _)| spread(hash))?;
+        crate::fallible::push(&mut self.ids, id)?;
+        let before = match self.table.find_mut(spread(h), |&(hash, _)| hash == h) {
+            Some(entry) => core::mem::replace(&mut entry.1, slot),
+            None => {
+                self.table
+                    .insert_unique(spread(h), (h, slot), |&(hash, _)| spread(hash));
+                UNPROCESSED
+            }
+        };
+        crate::fallible::push(&mut self.chain, before)
+    }
+
+    /// The newest slot with hash `h`.
+    pub(crate) fn first(&self, h: u64) -> Cursor {
+        self.table
+            .find(spread(h), |&(hash, _)| hash == h)
+            .map_or(UNPROCESSED, |&(_, slot)| slot)
+    }
+
+    /// The slot before `at` with the same hash.
+    pub(crate) fn next(&self, at: Cursor) -> Cursor {
+        self.chain.get(at as usize).copied().unwrap_or(UNPROCESSED)
+    }
+
+    /// The type at `at`, if there is one.
+    pub(crate) fn id(&self, at: Cursor) -> Option<u32> {
+        self.ids.get(at as usize).copied()
+    }
+
+    /// The types with hash `h`, newest first.
+    fn newest(&self, h: u64) -> impl Iterator<Item = u32> + '_ {
+        let mut at = self.first(h);
+        core::iter::from_fn(move || {
+            let id = self.id(at)?;
+            at = self.next(at);
+            Some(id)
+        })
+    }
 }
 
 /// Whether `map` (a dedup's type → canonical type map) has processed `id` (not a marker).
@@ -295,64 +325,13 @@ impl Hypot {
 /// enum of its name, newest first, up to the first equal one, marking on the way the canonical
 /// enum forward declarations of the name to resolve to it. This finds the same: the newest
 /// equal one by a hash of all of its record, and those declarations by name. Canonical types
-/// are added in id order, so "newer than" is "a larger id than". Both tables are candidate
-/// tables as [`add`] and [`head`] keep them, over slots of their own (not ids, which would
-/// need a chain as long as the records).
+/// are added in id order, so "newer than" is "a larger id than".
 #[derive(Debug, Default)]
 pub(crate) struct EnumIndex {
-    /// [`DedupRecords::hash_all`] of a full canonical enum → its newest slot.
-    full: HashTable<(u64, u32)>,
-    /// Name of a canonical enum forward declaration → its newest slot.
-    fwds: HashTable<(u64, u32)>,
-    /// The enum in each slot.
-    ids: Vec<u32>,
-    /// Per slot, the slot added before it under the same key ([`UNPROCESSED`]: none).
-    chain: Vec<u32>,
-}
-
-impl EnumIndex {
-    /// Add full canonical enum `id`, whose [`DedupRecords::hash_all`] is `hash`.
-    fn add_full(&mut self, hash: u64, id: u32) -> Result<()> {
-        let slot = self.new_slot(id)?;
-        add(&mut self.full, &mut self.chain, slot as usize, hash, slot)
-    }
-
-    /// Add canonical enum forward declaration `id`, named `name`.
-    fn add_fwd(&mut self, name: u32, id: u32) -> Result<()> {
-        let slot = self.new_slot(id)?;
-        add(
-            &mut self.fwds,
-            &mut self.chain,
-            slot as usize,
-            u64::from(name),
-            slot,
-        )
-    }
-
-    fn new_slot(&mut self, id: u32) -> Result<u32> {
-        let slot = u32::try_from(self.ids.len()).map_err(|_| Error::OutOfMemory)?;
-        crate::fallible::push(&mut self.ids, id)?;
-        crate::fallible::push(&mut self.chain, UNPROCESSED)?;
-        Ok(slot)
-    }
-
-    /// The enums added to `table` under `key`, newest first.
-    fn newest<'s>(
-        &'s self,
-        table: &HashTable<(u64, u32)>,
-        key: u64,
-    ) -> impl Iterator<Item = u32> + 's {
-        let mut slot = head(table, key);
-        core::iter::from_fn(move || {
-            let id = *self.ids.get(slot as usize)?;
-            slot = self
-                .chain
-                .get(slot as usize)
-                .copied()
-                .unwrap_or(UNPROCESSED);
-            Some(id)
-        })
-    }
+    /// The full canonical enums by [`DedupRecords::hash_all`].
+    full: Candidates,
+    /// The canonical enum forward declarations by name.
+    fwds: Candidates,
 }
 
 /// The tables libbpf's dedup phases keep: every [`DedupPhases`] implementor embeds one set
@@ -365,10 +344,8 @@ pub(crate) struct PhaseTables {
     pub(crate) map: Vec<u32>,
     /// The struct phase's hypothetical map.
     pub(crate) hypot: Hypot,
-    /// Hash → the newest canonical type with it; `chain`, by slot (an id less the base's
-    /// length), links each to the one before (libbpf's hashmap also yields the newest first).
-    pub(crate) table: HashTable<(u64, u32)>,
-    pub(crate) chain: Vec<u32>,
+    /// The canonical types by hash (a split's own; its base's are its base's).
+    pub(crate) candidates: Candidates,
     /// The canonical enums by content and forward declarations by name, for a
     /// deduplication that keeps an [`EnumIndex`] (without, full enums walk their name's
     /// candidates as libbpf does).
@@ -379,18 +356,14 @@ impl PhaseTables {
     /// The tables for `len` types, of which the first `base_len` (a split BTF's base) are
     /// canonical already, and `void` (id 0) in any case; with an [`EnumIndex`] if `enums`.
     pub(crate) fn new(len: usize, base_len: u32, enums: bool) -> Result<PhaseTables> {
-        let own = len.saturating_sub(base_len as usize);
         let mut map = crate::fallible::vec_with_capacity(len)?;
         map.extend(0..base_len.max(1).min(len as u32));
         map.resize(len, UNPROCESSED);
-        let mut chain = crate::fallible::vec_with_capacity(own)?;
-        chain.resize(own, UNPROCESSED);
         Ok(PhaseTables {
             base_len,
             map,
             hypot: Hypot::new(len)?,
-            table: HashTable::new(),
-            chain,
+            candidates: Candidates::default(),
             enums: enums.then(EnumIndex::default),
         })
     }
@@ -411,36 +384,34 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
     /// The error for type `id`, which has no kind: a slot never written.
     fn unwritten(&self, id: u32) -> Error;
 
-    /// The newest candidate with hash `h`, or [`UNPROCESSED`].
-    fn first_candidate(&self, h: u64) -> u32 {
-        head(&self.tables().table, h)
+    /// Where the candidates with hash `h` start, newest first.
+    fn first_candidate(&self, h: u64) -> Cursor {
+        self.tables().candidates.first(h)
     }
 
-    /// The candidate after `id` with hash `h`, or [`UNPROCESSED`].
-    fn next_candidate(&self, id: u32, _h: u64) -> u32 {
-        let slot = id.wrapping_sub(self.tables().base_len) as usize;
-        self.tables()
-            .chain
-            .get(slot)
-            .copied()
-            .unwrap_or(UNPROCESSED)
+    /// The candidate after the one at `at`, whose hash is `h`.
+    fn next_candidate(&self, at: Cursor, _h: u64) -> Cursor {
+        self.tables().candidates.next(at)
+    }
+
+    /// The type at `at`, if it is a candidate and not past the last.
+    fn candidate(&self, at: Cursor) -> Option<u32> {
+        self.tables().candidates.id(at)
     }
 
     /// Add canonical type `id` with hash `h` to the candidates.
     fn add_candidate(&mut self, h: u64, id: u32) -> Result<()> {
-        let slot = id.wrapping_sub(self.tables().base_len) as usize;
-        let tables = self.tables_mut();
-        add(&mut tables.table, &mut tables.chain, slot, h, id)
+        self.tables_mut().candidates.add(h, id)
     }
 
     /// The first candidate with hash `h` for which `equal` holds.
     fn find_candidate(&self, h: u64, equal: impl Fn(&Self, u32) -> bool) -> Option<u32> {
-        let mut c = self.first_candidate(h);
-        while c != UNPROCESSED {
+        let mut at = self.first_candidate(h);
+        while let Some(c) = self.candidate(at) {
             if equal(self, c) {
                 return Some(c);
             }
-            c = self.next_candidate(c, h);
+            at = self.next_candidate(at, h);
         }
         None
     }
@@ -467,8 +438,8 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             Some(Kind::Enum | Kind::Enum64) => {
                 let h = combine(0, self.record(id).name);
                 let mut resolve_canon = Vec::new();
-                let mut c = self.first_candidate(h);
-                while c != UNPROCESSED {
+                let mut at = self.first_candidate(h);
+                while let Some(c) = self.candidate(at) {
                     if self.equal_all(id, c) {
                         new_id = c;
                         break;
@@ -481,7 +452,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                         // A canonical enum forward resolves to this full enum.
                         crate::fallible::push(&mut resolve_canon, c)?;
                     }
-                    c = self.next_candidate(c, h);
+                    at = self.next_candidate(at, h);
                 }
                 for c in resolve_canon {
                     self.tables_mut().map[c as usize] = id;
@@ -505,9 +476,9 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                 let (hash, name) = (self.hash_all(id), self.record(id).name);
                 if let Some(index) = self.tables_mut().enums.as_mut() {
                     if fwd {
-                        index.add_fwd(name, id)?;
+                        index.fwds.add(u64::from(name), id)?;
                     } else {
-                        index.add_full(hash, id)?;
+                        index.full.add(hash, id)?;
                     }
                 }
             }
@@ -524,12 +495,14 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             return Ok(id);
         };
         let winner = index
-            .newest(&index.full, self.hash_all(id))
+            .full
+            .newest(self.hash_all(id))
             .find(|&c| self.equal_all(id, c));
         let newer_than = winner.unwrap_or(0);
         let mut resolve_canon = Vec::new();
         for c in index
-            .newest(&index.fwds, u64::from(name))
+            .fwds
+            .newest(u64::from(name))
             .take_while(|&c| c > newer_than)
         {
             crate::fallible::push(&mut resolve_canon, c)?;
@@ -714,10 +687,9 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         }
         let h = self.hash_struct(id);
         let mut new_id = id;
-        let mut next = self.first_candidate(h);
-        while next != UNPROCESSED {
-            let cand = next;
-            next = self.next_candidate(cand, h);
+        let mut at = self.first_candidate(h);
+        while let Some(cand) = self.candidate(at) {
+            at = self.next_candidate(at, h);
             if !self.shallow_equal_struct(id, cand) {
                 continue;
             }
@@ -914,6 +886,30 @@ mod tests {
             d.prim_type(id).unwrap();
         }
         d.tables.map
+    }
+
+    /// Candidates come back newest first under their own hash only, however the hashes
+    /// interleave (libbpf's hashmap order, which decides the canonical type of a tie).
+    #[test]
+    fn candidates_come_newest_first_by_hash() {
+        let mut next = xorshift64(11);
+        let mut candidates = Candidates::default();
+        let mut added: Vec<(u64, u32)> = Vec::new();
+        for id in 0..3000 {
+            let h = next() % 97;
+            candidates.add(h, id).unwrap();
+            added.push((h, id));
+        }
+        for h in 0..100 {
+            let expected: Vec<u32> = added
+                .iter()
+                .rev()
+                .filter(|&&(hash, _)| hash == h)
+                .map(|&(_, id)| id)
+                .collect();
+            assert_eq!(candidates.newest(h).collect::<Vec<_>>(), expected, "hash {h}");
+        }
+        assert_eq!(candidates.id(UNPROCESSED), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! the module's canonical types are written after the base's.
 
 use super::{OWN_STRING, Split, UNPROCESSED, View, name_table_add, name_table_get, too_deep};
-use crate::btf::dedup_table::{self, DedupPhases, DedupRecords, PhaseTables, Record};
+use crate::btf::dedup_table::{self, Cursor, DedupPhases, DedupRecords, PhaseTables, Record};
 use crate::btf::write::BtfWriter;
 use crate::btf::{Btf, Kind, MAX_TYPE_ID};
 use crate::error::{Error, Result};
@@ -153,6 +153,25 @@ impl DedupRecords for SplitDedup<'_, '_> {
     }
 }
 
+/// A [`Cursor`] into the base's candidates: its slot there with this bit (a base has fewer
+/// types than [`MAX_TYPE_ID`]); the module's own candidates are slots of its tables.
+const BASE_CURSOR: u32 = 1 << 31;
+const _: () = assert!(MAX_TYPE_ID < BASE_CURSOR);
+
+/// The cursor at the base's slot `at`, or past the last for [`UNPROCESSED`] (a chain's end).
+fn base_cursor(at: Cursor) -> Cursor {
+    if at == UNPROCESSED {
+        UNPROCESSED
+    } else {
+        at | BASE_CURSOR
+    }
+}
+
+/// The base's slot at cursor `at`, if it is at one.
+fn base_slot(at: Cursor) -> Option<Cursor> {
+    (at != UNPROCESSED && at & BASE_CURSOR != 0).then_some(at & !BASE_CURSOR)
+}
+
 impl DedupPhases for SplitDedup<'_, '_> {
     fn tables(&self) -> &PhaseTables {
         &self.tables
@@ -163,27 +182,28 @@ impl DedupPhases for SplitDedup<'_, '_> {
     }
 
     /// The module's newest, else the base's.
-    fn first_candidate(&self, h: u64) -> u32 {
-        match dedup_table::head(&self.tables.table, h) {
-            UNPROCESSED => dedup_table::head(&self.view.base.table, h),
-            id => id,
+    fn first_candidate(&self, h: u64) -> Cursor {
+        match self.tables.candidates.first(h) {
+            UNPROCESSED => base_cursor(self.view.base.candidates.first(h)),
+            at => at,
         }
     }
 
     /// Past the module's oldest, the base's newest.
-    fn next_candidate(&self, id: u32, h: u64) -> u32 {
-        if id < self.b() {
-            return self
-                .view
-                .base
-                .chain
-                .get(id as usize)
-                .copied()
-                .unwrap_or(UNPROCESSED);
+    fn next_candidate(&self, at: Cursor, h: u64) -> Cursor {
+        if let Some(slot) = base_slot(at) {
+            return base_cursor(self.view.base.candidates.next(slot));
         }
-        match self.tables.chain.get((id - self.b()) as usize) {
-            Some(&UNPROCESSED) | None => dedup_table::head(&self.view.base.table, h),
-            Some(&next) => next,
+        match self.tables.candidates.next(at) {
+            UNPROCESSED => base_cursor(self.view.base.candidates.first(h)),
+            next => next,
+        }
+    }
+
+    fn candidate(&self, at: Cursor) -> Option<u32> {
+        match base_slot(at) {
+            Some(slot) => self.view.base.candidates.id(slot),
+            None => self.tables.candidates.id(at),
         }
     }
 

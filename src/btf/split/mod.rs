@@ -22,8 +22,8 @@
 //! that many modules split over one kernel pay for it once.
 
 use super::dedup_table::{
-    self, DedupPhases, DedupRecords, IN_PROGRESS, MAX_DEPTH, PhaseTables, Record, UNPROCESSED,
-    combine, spread,
+    Candidates, DedupPhases, DedupRecords, IN_PROGRESS, MAX_DEPTH, PhaseTables, Record,
+    UNPROCESSED, combine, spread,
 };
 use super::write::string_at;
 use super::{Btf, Kind};
@@ -126,9 +126,8 @@ pub struct SplitBase<'a> {
     btf: &'a Btf<'a>,
     /// Base records by id, void at 0.
     arena: Arena,
-    /// Hash → newest base type with it; `chain` links each to the one before.
-    table: HashTable<(u64, u32)>,
-    chain: Vec<u32>,
+    /// The base's types by hash, as a module's deduplication meets them after its own.
+    candidates: Candidates,
     /// Base string offsets by the hash of their bytes (the first of equal strings).
     strings: HashTable<u32>,
     hasher: DefaultHashBuilder,
@@ -172,13 +171,11 @@ impl<'a> SplitBase<'a> {
         let mut base = SplitBase {
             btf,
             arena,
-            table: HashTable::new(),
-            chain: fallible::vec_with_capacity(count as usize)?,
+            candidates: Candidates::default(),
             strings: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
             composites: HashTable::new(),
         };
-        base.chain.resize(count as usize, UNPROCESSED);
         for id in 1..count {
             let (r, h) = {
                 let view = View::base(&base);
@@ -194,7 +191,7 @@ impl<'a> SplitBase<'a> {
                 };
                 (r, h)
             };
-            dedup_table::add(&mut base.table, &mut base.chain, id as usize, h, id)?;
+            base.candidates.add(h, id)?;
             if matches!(r.kind, Some(Kind::Struct | Kind::Union)) {
                 name_table_add(&mut base.composites, r.name, id)?;
             }
