@@ -907,7 +907,11 @@ mod tests {
                 .filter(|&&(hash, _)| hash == h)
                 .map(|&(_, id)| id)
                 .collect();
-            assert_eq!(candidates.newest(h).collect::<Vec<_>>(), expected, "hash {h}");
+            assert_eq!(
+                candidates.newest(h).collect::<Vec<_>>(),
+                expected,
+                "hash {h}"
+            );
         }
         assert_eq!(candidates.id(UNPROCESSED), None);
     }

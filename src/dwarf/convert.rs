@@ -258,9 +258,11 @@ struct Output<'a, 'w> {
     index_type: Option<u32>,
     /// The function symbols, and whether a `FUNC` was emitted for each.
     functions: Vec<(&'a [u8], bool)>,
-    /// The name offset of each `.debug_str` offset interned: the offset, with the top bit set
-    /// for the supplementary file's `.debug_str`.
-    names: HashMap<u64, u32>,
+    /// The name offset of each `.debug_str` offset interned (4-byte keys: half the table of
+    /// 8-byte ones, read at random for each of a kernel's millions of names).
+    names: HashMap<u32, u32>,
+    /// The same for the supplementary file's `.debug_str`.
+    sup_names: HashMap<u32, u32>,
     /// The unit whose records are being written.
     current: Current<'a>,
     /// Converting in one pass: the slots of the units numbered so far, by unit.
@@ -348,6 +350,7 @@ impl<'a, 'w> Converter<'a, 'w> {
             index_type: None,
             functions,
             names: HashMap::new(),
+            sup_names: HashMap::new(),
             current: None,
             numbered: Vec::new(),
             next_id: 1,
@@ -795,18 +798,29 @@ impl<'a> Input<'a> {
                 return out.intern(s, at);
             }
         };
-        // One integer key: the offset, the supplementary file's marked by the top bit (a
-        // section offset never reaches it).
-        let key = offset as u64 | (u64::from(in_sup) << 63);
-        if let Some(&name) = out.names.get(&key) {
+        // An offset past 4 GiB (DWARF64) is interned without the cache.
+        let key = u32::try_from(offset).ok();
+        let cached = |out: &Output<'a, '_>, key: u32| {
+            if in_sup { &out.sup_names } else { &out.names }
+                .get(&key)
+                .copied()
+        };
+        if let Some(name) = key.and_then(|key| cached(out, key)) {
             return Ok(name);
         }
         let s = file
             .string(gimli::DebugStrOffset(offset))
             .map_err(|e| at.err(gimli_reason(e)))?;
         let name = out.intern(Some(s.slice()), at)?;
-        out.names.try_reserve(1)?;
-        out.names.insert(key, name);
+        if let Some(key) = key {
+            let names = if in_sup {
+                &mut out.sup_names
+            } else {
+                &mut out.names
+            };
+            names.try_reserve(1)?;
+            names.insert(key, name);
+        }
         Ok(name)
     }
 
