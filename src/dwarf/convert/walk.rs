@@ -333,9 +333,12 @@ pub(super) fn slot_offset(offset: UnitOffset, at: At) -> Result<u32> {
     u32::try_from(offset.0).map_err(|_| at.err("a DIE offset past 4 GiB in its unit"))
 }
 
-/// Units walked ahead of their conversion, at most.
+/// Units walked ahead of their conversion, at most. Units vary in size by a thousand times:
+/// with 4, the helper often waited on a full window while the converting thread, its next
+/// unit still being walked, walked later ones itself (38% of the walks, by callgrind per
+/// thread); with 8, a kernel's `min-core-btf` is 3-7% faster at the same peak RSS.
 #[cfg(feature = "std")]
-const LOOKAHEAD: usize = 4;
+const LOOKAHEAD: usize = 8;
 
 /// The units walked ahead (by either thread) for the converter, which takes them in order,
 /// and the converted units' nodes handed back to be reused: std's mutex and condition
