@@ -51,8 +51,10 @@ impl Candidates {
     /// Add type `id` with hash `h`, as the newest of its hash.
     pub(crate) fn add(&mut self, h: u64, id: u32) -> Result<()> {
         let slot = u32::try_from(self.ids.len()).map_err(|_| Error::OutOfMemory)?;
+        // Room first: a failed allocation leaves the candidates as they were.
         self.table.try_reserve(1, |&(hash, _)| spread(hash))?;
-        crate::fallible::push(&mut self.ids, id)?;
+        self.ids.try_reserve(1)?;
+        self.chain.try_reserve(1)?;
         let before = match self.table.find_mut(spread(h), |&(hash, _)| hash == h) {
             Some(entry) => core::mem::replace(&mut entry.1, slot),
             None => {
@@ -61,7 +63,9 @@ impl Candidates {
                 UNPROCESSED
             }
         };
-        crate::fallible::push(&mut self.chain, before)
+        self.ids.push(id);
+        self.chain.push(before);
+        Ok(())
     }
 
     /// The newest slot with hash `h`.
@@ -90,6 +94,27 @@ impl Candidates {
             Some(id)
         })
     }
+}
+
+/// Add `name` → `id` to a name table (a forward declaration's resolution: name → the one
+/// canonical struct or union of that name), or mark the name as had by several (0).
+pub(crate) fn name_table_add(table: &mut HashTable<(u32, u32)>, name: u32, id: u32) -> Result<()> {
+    let hash = |n: u32| spread(u64::from(n));
+    table.try_reserve(1, |&(n, _)| hash(n))?;
+    match table.find_mut(hash(name), |&(n, _)| n == name) {
+        Some(entry) => entry.1 = 0,
+        None => {
+            table.insert_unique(hash(name), (name, id), |&(n, _)| hash(n));
+        }
+    }
+    Ok(())
+}
+
+/// What [`name_table_add`] holds for `name` (0: several), if anything.
+pub(crate) fn name_table_get(table: &HashTable<(u32, u32)>, name: u32) -> Option<u32> {
+    table
+        .find(spread(u64::from(name)), |&(n, _)| n == name)
+        .map(|&(_, id)| id)
 }
 
 /// Whether `map` (a dedup's type → canonical type map) has processed `id` (not a marker).

@@ -10,7 +10,8 @@
 use super::Types;
 use crate::btf::Kind;
 use crate::btf::dedup_table::{
-    self, DedupPhases, DedupRecords, IN_PROGRESS, MAX_DEPTH, PhaseTables, Record, spread,
+    self, DedupPhases, DedupRecords, IN_PROGRESS, MAX_DEPTH, PhaseTables, Record, name_table_add,
+    name_table_get,
 };
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
@@ -63,20 +64,11 @@ impl Dedup<'_> {
     fn resolve_fwds(&mut self) -> Result<()> {
         // Name → the canonical composite of that name, 0 when there are several.
         let mut names: HashTable<(u32, u32)> = HashTable::new();
-        let hash = |name: u32| spread(u64::from(name));
         for id in 1..self.tables.map.len() as u32 {
-            if !matches!(self.kind(id), Some(Kind::Struct | Kind::Union))
-                || self.tables.map[id as usize] != id
+            if matches!(self.kind(id), Some(Kind::Struct | Kind::Union))
+                && self.tables.map[id as usize] == id
             {
-                continue;
-            }
-            let name = self.record(id).name;
-            names.try_reserve(1, |&(n, _)| hash(n))?;
-            match names.find_mut(hash(name), |&(n, _)| n == name) {
-                Some(entry) => entry.1 = 0,
-                None => {
-                    names.insert_unique(hash(name), (name, id), |&(n, _)| hash(n));
-                }
+                name_table_add(&mut names, self.record(id).name, id)?;
             }
         }
         for id in 1..self.tables.map.len() as u32 {
@@ -84,7 +76,7 @@ impl Dedup<'_> {
             if r.kind != Some(Kind::Fwd) || self.tables.map[id as usize] != id {
                 continue;
             }
-            let Some(&(_, cand)) = names.find(hash(r.name), |&(n, _)| n == r.name) else {
+            let Some(cand) = name_table_get(&names, r.name) else {
                 continue;
             };
             let wanted = if r.kind_flag {

@@ -3,8 +3,10 @@
 //! and never change; the module's are matched against them and against each other, then
 //! the module's canonical types are written after the base's.
 
-use super::{OWN_STRING, Split, UNPROCESSED, View, name_table_add, name_table_get, too_deep};
-use crate::btf::dedup_table::{self, Cursor, DedupPhases, DedupRecords, PhaseTables, Record};
+use super::{OWN_STRING, Split, UNPROCESSED, View, too_deep};
+use crate::btf::dedup_table::{
+    self, Cursor, DedupPhases, DedupRecords, PhaseTables, Record, name_table_add, name_table_get,
+};
 use crate::btf::write::BtfWriter;
 use crate::btf::{Btf, Kind, MAX_TYPE_ID};
 use crate::error::{Error, Result};

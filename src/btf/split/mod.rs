@@ -23,7 +23,7 @@
 
 use super::dedup_table::{
     Candidates, DedupPhases, DedupRecords, IN_PROGRESS, MAX_DEPTH, PhaseTables, Record,
-    UNPROCESSED, combine, spread,
+    UNPROCESSED, combine, name_table_add,
 };
 use super::write::string_at;
 use super::{Btf, Kind};
@@ -300,25 +300,6 @@ impl<'a> SplitBase<'a> {
         Btf::parse_split(&split.bytes, self.btf)?;
         Ok(split)
     }
-}
-
-/// Add `name` → `id` to a name table, or mark the name as had by several (0).
-fn name_table_add(table: &mut HashTable<(u32, u32)>, name: u32, id: u32) -> Result<()> {
-    let hash = |n: u32| spread(u64::from(n));
-    table.try_reserve(1, |&(n, _)| hash(n))?;
-    match table.find_mut(hash(name), |&(n, _)| n == name) {
-        Some(entry) => entry.1 = 0,
-        None => {
-            table.insert_unique(hash(name), (name, id), |&(n, _)| hash(n));
-        }
-    }
-    Ok(())
-}
-
-fn name_table_get(table: &HashTable<(u32, u32)>, name: u32) -> Option<u32> {
-    table
-        .find(spread(u64::from(name)), |&(n, _)| n == name)
-        .map(|&(_, id)| id)
 }
 
 /// Base and module records, by unified id: base ids as they are, module id `i` as
