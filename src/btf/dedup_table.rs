@@ -736,6 +736,50 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         Ok(())
     }
 
+    /// The base's one canonical struct or union named `name` (0: several), for a
+    /// deduplication over a base (a module's split); none without one.
+    fn base_composite(&self, _name: u32) -> Option<u32> {
+        None
+    }
+
+    /// libbpf's `btf_dedup_resolve_fwds`: a canonical FWD of this deduplication's own names
+    /// the one canonical struct or union of its name and kind, among its own types and the
+    /// base's, when there is exactly one.
+    fn resolve_fwds(&mut self) -> Result<()> {
+        let (start, end) = (
+            self.tables().base_len.max(1),
+            self.tables().map.len() as u32,
+        );
+        // Name → the canonical composite of that name, 0 when there are several.
+        let mut names: HashTable<(u32, u32)> = HashTable::new();
+        for id in start..end {
+            if matches!(self.kind(id), Some(Kind::Struct | Kind::Union))
+                && self.tables().map[id as usize] == id
+            {
+                name_table_add(&mut names, self.record(id).name, id)?;
+            }
+        }
+        for id in start..end {
+            let r = self.record(id);
+            if r.kind != Some(Kind::Fwd) || self.tables().map[id as usize] != id {
+                continue;
+            }
+            let cand = match (self.base_composite(r.name), name_table_get(&names, r.name)) {
+                (Some(c), None) | (None, Some(c)) => c,
+                _ => continue,
+            };
+            let wanted = if r.kind_flag {
+                Kind::Union
+            } else {
+                Kind::Struct
+            };
+            if cand != 0 && self.kind(cand) == Some(wanted) {
+                self.tables_mut().map[id as usize] = cand;
+            }
+        }
+        Ok(())
+    }
+
     /// libbpf's `btf_dedup_ref_type`: the canonical id of reference type `id`, its own
     /// references made canonical first.
     fn ref_type(&mut self, id: u32, depth: usize) -> Result<u32> {

@@ -8,16 +8,13 @@
 //! offsets are equal names, as after libbpf's own string deduplication.
 
 use super::Types;
-use crate::btf::Kind;
 use crate::btf::dedup_table::{
-    self, DedupPhases, DedupRecords, IN_PROGRESS, MAX_DEPTH, PhaseTables, Record, name_table_add,
-    name_table_get,
+    self, DedupPhases, DedupRecords, IN_PROGRESS, MAX_DEPTH, PhaseTables, Record,
 };
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
-use hashbrown::HashTable;
 
 // Record ids stay below the map's markers.
 const _: () = assert!(super::MAX_RECORD_ID < IN_PROGRESS);
@@ -57,38 +54,6 @@ struct Dedup<'t> {
 impl Dedup<'_> {
     fn resolve(&self, id: u32) -> u32 {
         dedup_table::resolve(&self.tables.map, id)
-    }
-
-    /// A canonical forward declaration names the one canonical struct or union of its
-    /// name and kind, when there is exactly one.
-    fn resolve_fwds(&mut self) -> Result<()> {
-        // Name → the canonical composite of that name, 0 when there are several.
-        let mut names: HashTable<(u32, u32)> = HashTable::new();
-        for id in 1..self.tables.map.len() as u32 {
-            if matches!(self.kind(id), Some(Kind::Struct | Kind::Union))
-                && self.tables.map[id as usize] == id
-            {
-                name_table_add(&mut names, self.record(id).name, id)?;
-            }
-        }
-        for id in 1..self.tables.map.len() as u32 {
-            let r = self.record(id);
-            if r.kind != Some(Kind::Fwd) || self.tables.map[id as usize] != id {
-                continue;
-            }
-            let Some(cand) = name_table_get(&names, r.name) else {
-                continue;
-            };
-            let wanted = if r.kind_flag {
-                Kind::Union
-            } else {
-                Kind::Struct
-            };
-            if cand != 0 && self.kind(cand) == Some(wanted) {
-                self.tables.map[id as usize] = cand;
-            }
-        }
-        Ok(())
     }
 
     /// Write the canonical types in id order, every reference remapped to its new id.

@@ -5,14 +5,13 @@
 
 use super::{OWN_STRING, Split, UNPROCESSED, View, too_deep};
 use crate::btf::dedup_table::{
-    self, Cursor, DedupPhases, DedupRecords, PhaseTables, Record, name_table_add, name_table_get,
+    self, Cursor, DedupPhases, DedupRecords, PhaseTables, Record, name_table_get,
 };
 use crate::btf::write::BtfWriter;
 use crate::btf::{Btf, Kind, MAX_TYPE_ID};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
-use hashbrown::HashTable;
 
 /// The state of one module's deduplication over a [`super::SplitBase`].
 pub(super) struct SplitDedup<'s, 'a> {
@@ -29,40 +28,6 @@ impl SplitDedup<'_, '_> {
 
     fn resolve(&self, id: u32) -> u32 {
         dedup_table::resolve(&self.tables.map, id)
-    }
-
-    /// A canonical module FWD names the one canonical struct or union of its name and kind,
-    /// among the base's and the module's, when there is exactly one.
-    pub(super) fn resolve_fwds(&mut self) -> Result<()> {
-        let mut names: HashTable<(u32, u32)> = HashTable::new();
-        for id in self.b()..self.tables.map.len() as u32 {
-            if matches!(self.view.kind(id), Some(Kind::Struct | Kind::Union))
-                && self.tables.map[id as usize] == id
-            {
-                name_table_add(&mut names, self.view.rec(id).name, id)?;
-            }
-        }
-        for id in self.b()..self.tables.map.len() as u32 {
-            let r = self.view.rec(id);
-            if r.kind != Some(Kind::Fwd) || self.tables.map[id as usize] != id {
-                continue;
-            }
-            let base = name_table_get(&self.view.base.composites, r.name);
-            let own = name_table_get(&names, r.name);
-            let cand = match (base, own) {
-                (Some(c), None) | (None, Some(c)) => c,
-                _ => continue,
-            };
-            let wanted = if r.kind_flag {
-                Kind::Union
-            } else {
-                Kind::Struct
-            };
-            if cand != 0 && self.view.kind(cand) == Some(wanted) {
-                self.tables.map[id as usize] = cand;
-            }
-        }
-        Ok(())
     }
 
     /// Write the module's canonical types in id order after the base's, every reference
@@ -181,6 +146,10 @@ impl DedupPhases for SplitDedup<'_, '_> {
 
     fn tables_mut(&mut self) -> &mut PhaseTables {
         &mut self.tables
+    }
+
+    fn base_composite(&self, name: u32) -> Option<u32> {
+        name_table_get(&self.view.base.composites, name)
     }
 
     /// The module's newest, else the base's.
