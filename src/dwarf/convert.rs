@@ -800,12 +800,7 @@ impl<'a> Input<'a> {
         };
         // An offset past 4 GiB (DWARF64) is interned without the cache.
         let key = u32::try_from(offset).ok();
-        let cached = |out: &Output<'a, '_>, key: u32| {
-            if in_sup { &out.sup_names } else { &out.names }
-                .get(&key)
-                .copied()
-        };
-        if let Some(name) = key.and_then(|key| cached(out, key)) {
+        if let Some(&name) = key.and_then(|key| out.name_cache(in_sup).get(&key)) {
             return Ok(name);
         }
         let s = file
@@ -813,11 +808,7 @@ impl<'a> Input<'a> {
             .map_err(|e| at.err(gimli_reason(e)))?;
         let name = out.intern(Some(s.slice()), at)?;
         if let Some(key) = key {
-            let names = if in_sup {
-                &mut out.sup_names
-            } else {
-                &mut out.names
-            };
+            let names = out.name_cache(in_sup);
             names.try_reserve(1)?;
             names.insert(key, name);
         }
@@ -831,6 +822,15 @@ impl<'a> Input<'a> {
 }
 
 impl<'a, 'w> Output<'a, 'w> {
+    /// The interned names of the input's `.debug_str`, or of the supplementary file's.
+    fn name_cache(&mut self, in_sup: bool) -> &mut HashMap<u32, u32> {
+        if in_sup {
+            &mut self.sup_names
+        } else {
+            &mut self.names
+        }
+    }
+
     /// Intern a name (`None` and empty: anonymous, offset 0).
     fn intern(&mut self, name: Option<&[u8]>, at: At) -> Result<u32> {
         match name {

@@ -2,7 +2,7 @@
 //! `bpf_reloc_info__new_opts()`.
 //!
 //! With the `ffi-global-alloc` feature (`make lib`), the library's global allocator is a
-//! [`BudgetAlloc`] in front of [`HookAlloc`]: every block the library allocates, Rust's standard
+//! [`BudgetAlloc`](crate::budget::BudgetAlloc) in front of `HookAlloc`: every block the library allocates, Rust's standard
 //! library included, goes to the client's hooks when they are set (the C library's `malloc`
 //! otherwise) and is charged to the budget of the `bpf_reloc_info` call that made it.
 //! Without that feature (a Rust program using the C ABI), the program's own global allocator
