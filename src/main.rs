@@ -69,7 +69,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("btfgen: {e}");
+            cli::stderr_line!("btfgen: {e}");
             ExitCode::FAILURE
         }
     }

@@ -62,7 +62,7 @@ fn is_prefix(word: &OsString, command: &str) -> bool {
 
 /// Print `message` and return bpftool's status `code`.
 fn fail(code: u8, message: impl std::fmt::Display) -> CliResult<ExitCode> {
-    eprintln!("btfgen: {message}");
+    stderr_line!("btfgen: {message}");
     Ok(ExitCode::from(code))
 }
 

@@ -69,7 +69,7 @@ pub fn run(args: &EncodeArgs) -> CliResult<ExitCode> {
     // Read while mapped: a change meanwhile fails the write, which leaves no output.
     write_atomic(&args.output, &btf)?;
     if !super::quiet() {
-        eprintln!(
+        stderr_line!(
             "btfgen: {name}: {} bytes of ELF -> {types} types / {} bytes of BTF in {} ({:.1} ms)",
             input.len(),
             btf.len(),

@@ -107,7 +107,7 @@ pub fn run(args: &MinCoreBtfArgs) -> CliResult<ExitCode> {
     }
     let embedded = args.input.is_none() && !input.exists();
     let (files, dir_modules) = if embedded {
-        eprintln!(
+        stderr_line!(
             "btfgen: {} not found; using the example kernel BTF {EXAMPLE_KERNEL_NAME}",
             input.display()
         );
@@ -302,7 +302,7 @@ fn minimize(
     }
     let mut programs = VerdictCounts::default();
     programs.add(&verdicts.programs);
-    eprintln!(
+    stderr_line!(
         "btfgen: {} object(s), {} CO-RE relocation(s) ({} resolved): {} types / {} bytes{} -> {} types / {} bytes in {} ({:.1} ms); programs: {}",
         stats.objects,
         stats.relocations,

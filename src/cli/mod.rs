@@ -1,5 +1,17 @@
 //! Subcommands of the `btfgen` binary, plus the file helpers they share.
 
+/// `eprintln!` in one `write`: Rust's stderr is unbuffered, so `eprintln!` writes each piece of
+/// its format on its own (a summary line took two dozen system calls), and the lines of
+/// processes sharing a log, such as a parallel build's, could interleave mid-line. Defined
+/// before the subcommands' modules so that they all see it; a line stderr refuses is dropped,
+/// where `eprintln!` would panic.
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stderr_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use stderr_line;
+
 pub mod batch;
 pub mod bpftool;
 pub mod dedup;
@@ -26,6 +38,14 @@ use input::Input;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Write `args` and a newline on stderr with one `write` ([`stderr_line!`]).
+pub fn write_stderr_line(args: fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut line = fmt::format(args);
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
 
 /// Where the running kernel exposes its BTF; every file there but vmlinux's is a loaded
 /// module's BTF, split on vmlinux.
@@ -62,7 +82,7 @@ impl log::Log for StderrLog {
 
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
-            eprintln!("{}{}", btfgen::log::PREFIX, record.args());
+            stderr_line!("{}{}", btfgen::log::PREFIX, record.args());
         }
     }
 

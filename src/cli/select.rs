@@ -139,7 +139,7 @@ fn print_text(selection: &Selection, entry: Option<&str>, neighbours: &[&str], a
             } else {
                 neighbours.join(", ")
             };
-            eprintln!(
+            stderr_line!(
                 "btfgen: no BTF for {} in {archive} (tried {}); nearest entries: {nearest}",
                 key_text(&selection.key),
                 selection

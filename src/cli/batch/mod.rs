@@ -363,7 +363,7 @@ pub fn run(args: &BatchArgs) -> CliResult<ExitCode> {
         &names,
     );
     for e in &tally.errors {
-        eprintln!("btfgen: FAILED {e}");
+        stderr_line!("btfgen: FAILED {e}");
     }
     print_summary(args, &tally, &names, total, jobs, started);
     Ok(if tally.failures.is_empty() && tally.errors.is_empty() {
@@ -603,7 +603,7 @@ fn print_summary(
         String::new()
     };
     if !super::quiet() {
-        eprintln!(
+        stderr_line!(
             "btfgen batch: {ok} kernel(s) ok{reused_note}, {failed} failed; {objects} object(s), {relocations} CO-RE relocation(s) per kernel \
              ({resolved:.1}% resolved); {} of kernel BTF{} ({} on disk) -> {} in {} ({seconds:.2} s, {jobs} thread(s)); programs: {}",
             human_bytes(sum.btf_bytes),
@@ -618,7 +618,7 @@ fn print_summary(
             programs.line(),
         );
         for m in &tally.mismatches {
-            eprintln!(
+            stderr_line!(
                 "btfgen batch: {}: {} ({} program(s) rejected only there: arch-mismatch)",
                 object_names.get(m.object).map_or("?", String::as_str),
                 m.message(),
@@ -627,7 +627,7 @@ fn print_summary(
         }
         if args.dedup.is_some() && ok > 0 {
             let saved = 100.0 * (1.0 - stored_bytes as f64 / output_bytes.max(1) as f64);
-            eprintln!(
+            stderr_line!(
                 "btfgen batch: dedup: {ok} output(s) stored as {} distinct file(s) in {}/{}: {} instead of {} ({saved:.1}% saved)",
                 distinct.len(),
                 args.out_dir.display(),
@@ -637,13 +637,13 @@ fn print_summary(
             );
         }
         if tally.removed_temporaries > 0 {
-            eprintln!(
+            stderr_line!(
                 "btfgen batch: removed {} temporary file(s) an interrupted run left",
                 tally.removed_temporaries
             );
         }
         if tally.pruned > 0 {
-            eprintln!(
+            stderr_line!(
                 "btfgen batch: removed {} stored output(s) no kernel uses any more",
                 tally.pruned
             );
@@ -868,7 +868,7 @@ impl Reporter {
                 bar.inc(1);
             }
             None if super::quiet() => {}
-            None => eprintln!(
+            None => stderr_line!(
                 "btfgen: [{n}/{}] {}: {} types / {} bytes{} -> {} types / {} bytes",
                 self.total,
                 kernel.relative.display(),
@@ -890,7 +890,7 @@ impl Reporter {
         self.count.set(n);
         match &self.bar {
             Some(bar) => bar.inc(1),
-            None => eprintln!(
+            None => stderr_line!(
                 "btfgen: [{n}/{}] {}: up to date",
                 self.total,
                 kernel.relative.display()
@@ -906,7 +906,7 @@ impl Reporter {
                 bar.println(format!("btfgen: FAILED {line}"));
                 bar.inc(1);
             }
-            None => eprintln!("btfgen: [{n}/{}] FAILED {line}", self.total),
+            None => stderr_line!("btfgen: [{n}/{}] FAILED {line}", self.total),
         }
     }
 
