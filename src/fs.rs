@@ -121,14 +121,18 @@ fn write_then(
     let tmp = temporary_path(path)?;
     let result = (|| {
         // `create_new`: never follow or reuse a file someone else put there. The kernel applies
-        // the umask to the 0666, as for `fopen`.
+        // the umask to the mode, as for `fopen`'s 0666.
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o666)
+            .mode(existing_mode.unwrap_or(0o666))
             .open(&tmp)?;
-        if let Some(mode) = existing_mode {
-            // Set explicitly, so the umask does not apply: the file keeps exactly its mode.
+        if let Some(mode) = existing_mode
+            && file.metadata()?.permissions().mode() & 0o7777 != mode
+        {
+            // The umask took bits away: set them, so the file keeps exactly its mode. Only
+            // then: a chmod writes the inode even when the mode is unchanged, which costs a
+            // short run as much as its output's write.
             file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         }
         fill(&mut file)?;
@@ -160,6 +164,11 @@ mod tests {
         write_atomic(&kept, b"new", Durability::Unsynced).unwrap();
         assert_eq!(std::fs::read(&kept).unwrap(), b"new");
         assert_eq!(mode(&kept), 0o600);
+        // Also bits the umask (022 as a rule) takes from a new file's mode.
+        std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o666)).unwrap();
+        write_atomic(&kept, b"newer", Durability::Unsynced).unwrap();
+        assert_eq!(std::fs::read(&kept).unwrap(), b"newer");
+        assert_eq!(mode(&kept), 0o666);
 
         // A symlink (relative, two hops, the last dangling) is written through and stays a link.
         let link = dir.join("link");
