@@ -2,9 +2,10 @@
 //! `bpf_reloc_info__new_opts()`.
 //!
 //! With the `ffi-global-alloc` feature (`make lib`), the library's global allocator is a
-//! [`BudgetAlloc`](crate::budget::BudgetAlloc) in front of `HookAlloc`: every block the library allocates, Rust's standard
-//! library included, goes to the client's hooks when they are set (the C library's `malloc`
-//! otherwise) and is charged to the budget of the `bpf_reloc_info` call that made it.
+//! [`BudgetAlloc`](crate::budget::BudgetAlloc) in front of `HookAlloc`: every block the
+//! library allocates, Rust's standard library included, goes to the client's hooks when they
+//! are set (the C library's `malloc` otherwise) and is charged to the budget of the
+//! `bpf_reloc_info` call that made it.
 //! Without that feature (a Rust program using the C ABI), the program's own global allocator
 //! serves everything, and `btfgen_set_allocator()` and memory limits are `EOPNOTSUPP`.
 

@@ -33,8 +33,9 @@ use alloc::vec::Vec;
 use core::hash::BuildHasher;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-/// Name keys: a base string offset as it is (below [`MAX_NAME_OFFSET`](crate::btf::MAX_NAME_OFFSET)), a string the base
-/// lacks as the module's offset with this bit set. Equal keys are equal names on both sides.
+/// Name keys: a base string offset as it is (below
+/// [`MAX_NAME_OFFSET`](crate::btf::MAX_NAME_OFFSET)), a string the base lacks as the module's
+/// offset with this bit set. Equal keys are equal names on both sides.
 const OWN_STRING: u32 = 1 << 31;
 
 /// Records and the arena of their kind-specific words.
