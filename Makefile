@@ -3,8 +3,9 @@
 # btfgen's C library: the C ABI of src/ffi/, declared by include/btfgen.h.
 #
 #   make cli            target/static/release/btfgen: the command-line tool linked statically
-#                       (glibc included), which starts ~0.5 ms faster than the dynamically
-#                       linked one `cargo build` makes (benches/README.md)
+#                       against musl, which starts ~0.7 ms faster than the dynamically linked
+#                       one `cargo build` makes (benches/README.md); needs Rust's musl target
+#                       and musl-gcc (below)
 #   make lib            target/release/libbtfgen.so.1 (SONAME libbtfgen.so.1, every symbol
 #                       versioned BTFGEN_0.x by capi.map), the libbtfgen.so symlink, and
 #                       target/release/libbtfgen.a
@@ -60,15 +61,29 @@ RUST_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 # every test binary would then link that way, a minute each.
 WHOLE_PROGRAM = CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
 
-# crt-static goes to the final link only (`cargo rustc` passes it to the binary's crate alone):
-# set for every crate, it would also reach the proc-macro crates, which cannot be static.
-# relocation-model=static links a fixed-address executable, not a static PIE: nothing to
-# relocate at start-up (a static PIE rewrote every page of pointers first, one copy-on-write
-# fault each): `btfgen --version` 0.2 ms sooner, a one-object min-core-btf 0.4 ms (2.69
-# against 3.08 ms, benches/measure.py, 41 rounds, the other core busy). The price is no
+# The static command is linked against musl, not glibc: glibc's start-up reads the CPU's cache
+# sizes with ~25 cpuid instructions, a VM exit each on a virtual machine, and musl's makes none
+# (src/cli/allocator.rs: what replaces musl's allocator, and why). A one-object min-core-btf
+# 3.56 -> 2.65 ms, 20 objects 6.06 -> 5.15 ms (benches/measure.py, 41 rounds). It needs Rust's
+# musl target (rustup target add $(CLI_TARGET)) and musl-gcc (Debian's musl-tools), for the C
+# of liblzma's bundled xz. relocation-model=static links a fixed-address executable, not a
+# static PIE: nothing to relocate at start-up (a static PIE rewrote every page of pointers
+# first, one copy-on-write fault each: a one-object min-core-btf 0.4 ms). The price is no
 # address randomization of this binary; the package's (`make bin`, `make deb`) stays a PIE.
+# The binary is linked to target/static/release/btfgen, where benches/ look for it.
+CLI_TARGET ?= $(shell uname -m)-unknown-linux-musl
+CLI_CC ?= musl-gcc
 cli:
-	$(WHOLE_PROGRAM) $(CARGO) rustc --release --bin btfgen --target-dir target/static -- -C target-feature=+crt-static -C relocation-model=static
+	@test -d "$$(rustc --print sysroot)/lib/rustlib/$(CLI_TARGET)/lib" || { \
+		echo "make cli: Rust's $(CLI_TARGET) target is not installed: rustup target add $(CLI_TARGET)" >&2; \
+		exit 1; }
+	@command -v $(CLI_CC) >/dev/null || { \
+		echo "make cli: $(CLI_CC) is not installed (Debian: apt-get install musl-tools)" >&2; \
+		exit 1; }
+	CC_$(subst -,_,$(CLI_TARGET))=$(CLI_CC) $(WHOLE_PROGRAM) $(CARGO) rustc --release --bin btfgen \
+		--target $(CLI_TARGET) --target-dir target/static -- -C relocation-model=static
+	mkdir -p target/static/release
+	ln -f target/static/$(CLI_TARGET)/release/btfgen target/static/release/btfgen
 
 # The command as `cargo build` makes it (dynamically linked against glibc, as a package wants).
 bin:

@@ -1,6 +1,9 @@
 //! The `btfgen` command-line tool: a thin shell over the library. Each subcommand lives in
 //! `src/cli/` and turns arguments and files into library calls and errors into one-line messages.
 
+// `unsafe` is denied everywhere but the allocator (`cli::allocator`) and `cli::input`'s tests.
+#![deny(unsafe_code)]
+
 mod cli;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -12,6 +12,11 @@ macro_rules! stderr_line {
 }
 pub(crate) use stderr_line;
 
+// The command's allocator where the C library's is musl's (`make cli`), tested everywhere. A
+// `GlobalAlloc` cannot be written without `unsafe`; audited block by block.
+#[cfg(any(target_env = "musl", test))]
+#[allow(unsafe_code)]
+mod allocator;
 pub mod batch;
 pub mod bpftool;
 pub mod dedup;
@@ -19,6 +24,8 @@ pub mod docs;
 pub mod dump;
 mod dwarf_progress;
 pub mod encode;
+// Its tests ask `libc` for the page size and a FIFO.
+#[cfg_attr(test, allow(unsafe_code))]
 pub mod input;
 pub mod min_core_btf;
 pub mod modules;
