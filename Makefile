@@ -3,9 +3,9 @@
 # btfgen's C library: the C ABI of src/ffi/, declared by include/btfgen.h.
 #
 #   make cli            target/static/release/btfgen: the command-line tool linked statically
-#                       against musl, which starts ~0.7 ms faster than the dynamically linked
-#                       one `cargo build` makes (benches/README.md); needs Rust's musl target
-#                       and musl-gcc (below)
+#                       against musl and profile-guided (packaging/build-cli.sh), which starts
+#                       ~0.7 ms faster than the dynamically linked one `cargo build` makes
+#                       (benches/README.md); needs Rust's musl target, musl-gcc and llvm-tools
 #   make lib            target/release/libbtfgen.so.1 (SONAME libbtfgen.so.1, every symbol
 #                       versioned BTFGEN_0.x by capi.map), the libbtfgen.so symlink, and
 #                       target/release/libbtfgen.a
@@ -61,38 +61,15 @@ RUST_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 # every test binary would then link that way, a minute each.
 WHOLE_PROGRAM = CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
 
-# The static command is linked against musl, not glibc: glibc's start-up reads the CPU's cache
-# sizes with ~25 cpuid instructions, a VM exit each on a virtual machine, and musl's makes none
-# (src/cli/allocator.rs: what replaces musl's allocator, and why). A one-object min-core-btf
-# 3.56 -> 2.65 ms, 20 objects 6.06 -> 5.15 ms (benches/measure.py, 41 rounds). It needs Rust's
-# musl target (rustup target add $(CLI_TARGET)) and musl-gcc (Debian's musl-tools), for the C
-# of liblzma's bundled xz; without them, a warning says so and glibc is linked statically
-# instead. relocation-model=static links a fixed-address executable, not a static PIE:
-# nothing to relocate at start-up (a static PIE rewrote every page of pointers first, one
-# copy-on-write fault each: a one-object min-core-btf 0.4 ms). The price is no address
-# randomization of this binary; the package's (`make bin`, `make deb`) stays a PIE. Either way
-# the binary is target/static/release/btfgen, where benches/ look for it. (crt-static goes to
-# the final link only: `cargo rustc` passes it to the binary's crate alone, where set for every
-# crate it would also reach the proc-macro crates, which cannot be static.)
-CLI_TARGET ?= $(shell uname -m)-unknown-linux-musl
-CLI_CC ?= musl-gcc
+# The static command, the build benches/ time (packaging/build-cli.sh says how and why): linked
+# against musl, whose start-up, unlike glibc's, probes no CPU; profile-guided, from a run over
+# the repository's own inputs; the whole program in one code-generation unit, at a fixed
+# address. A one-object min-core-btf 2.41 -> 2.13 ms with the profile, 20 objects 4.21 -> 3.60
+# ms (benches/measure.py, 21 rounds); musl instead of glibc: 3.56 -> 2.65 ms and 6.06 -> 5.15
+# ms (41 rounds). Needs Rust's musl target and musl-gcc, and llvm-tools for the profile; a
+# warning names what is missing and the build goes on without it.
 cli:
-	@if test -d "$$(rustc --print sysroot)/lib/rustlib/$(CLI_TARGET)/lib" && \
-			command -v $(CLI_CC) >/dev/null; then \
-		set -ex; \
-		CC_$(subst -,_,$(CLI_TARGET))=$(CLI_CC) $(WHOLE_PROGRAM) $(CARGO) rustc --release \
-			--bin btfgen --target $(CLI_TARGET) --target-dir target/static \
-			-- -C relocation-model=static; \
-		mkdir -p target/static/release; \
-		ln -f target/static/$(CLI_TARGET)/release/btfgen target/static/release/btfgen; \
-	else \
-		echo "make cli: WARNING: Rust's $(CLI_TARGET) target (rustup target add $(CLI_TARGET))" \
-			"or $(CLI_CC) (Debian: apt-get install musl-tools) is missing: linking glibc" \
-			"statically instead, whose start-up probes the CPU (~0.2 ms more a run)" >&2; \
-		set -ex; \
-		$(WHOLE_PROGRAM) $(CARGO) rustc --release --bin btfgen --target-dir target/static \
-			-- -C target-feature=+crt-static -C relocation-model=static; \
-	fi
+	CARGO=$(CARGO) bash packaging/build-cli.sh
 
 # The command as `cargo build` makes it (dynamically linked against glibc, as a package wants).
 bin:
