@@ -26,8 +26,13 @@ die() {
 }
 
 [[ -x $TESTED ]] || die "$TESTED is missing: build it first (cargo build --release)"
-# The build's log goes on to stderr; its last line says how the binary was built.
-built=$(make cli 2>&1 | tee /dev/stderr | tail -n 1)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The build's log goes on to stderr (copied, not through /dev/stderr: opening that again
+# truncates a log file stderr is); its last line says how the binary was built.
+make cli >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; die "make cli failed"; }
+cat "$work/build.log" >&2
+built=$(tail -n 1 "$work/build.log")
 
 failures=0
 check() {
@@ -52,8 +57,6 @@ check "no std runtime CPU feature detection" \
 check "dlmalloc linked (src/cli/allocator.rs)" eval 'grep -q dlmalloc <<<"$symbols"'
 check "profile-guided (packaging/build-cli.sh)" eval 'grep -q -- "-Cprofile-use=" <<<"$built"'
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 tar -xJf tests/data/targets/vmlinux-7.1.btf.tar.xz -C "$work"
 target=$work/vmlinux-7.1.btf
 objects=(benches/guard/*.bpf.o benches/objs/*.bpf.o)
