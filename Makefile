@@ -3,9 +3,9 @@
 # btfgen's C library: the C ABI of src/ffi/, declared by include/btfgen.h.
 #
 #   make cli            target/static/release/btfgen: the command-line tool linked statically
-#                       against musl and profile-guided (packaging/build-cli.sh), which starts
-#                       ~0.7 ms faster than the dynamically linked one `cargo build` makes
-#                       (benches/README.md); needs Rust's musl target, musl-gcc and llvm-tools
+#                       against musl (packaging/build-cli.sh), which starts ~0.7 ms faster than
+#                       the dynamically linked one `cargo build` makes (benches/README.md);
+#                       needs Rust's musl target and musl-gcc
 #   make lib            target/release/libbtfgen.so.1 (SONAME libbtfgen.so.1, every symbol
 #                       versioned BTFGEN_0.x by capi.map), the libbtfgen.so symlink, and
 #                       target/release/libbtfgen.a
@@ -62,12 +62,10 @@ RUST_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 WHOLE_PROGRAM = CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
 
 # The static command, the build benches/ time (packaging/build-cli.sh says how and why): linked
-# against musl, whose start-up, unlike glibc's, probes no CPU; profile-guided, from a run over
-# the repository's own inputs; the whole program in one code-generation unit, at a fixed
-# address. A one-object min-core-btf 2.41 -> 2.13 ms with the profile, 20 objects 4.21 -> 3.60
-# ms (benches/measure.py, 21 rounds); musl instead of glibc: 3.56 -> 2.65 ms and 6.06 -> 5.15
-# ms (41 rounds). Needs Rust's musl target and musl-gcc, and llvm-tools for the profile; a
-# warning names what is missing and the build goes on without it.
+# against musl, whose start-up, unlike glibc's, probes no CPU; the whole program in one
+# code-generation unit, at a fixed address. A one-object min-core-btf 3.56 -> 2.65 ms, 20
+# objects 6.06 -> 5.15 ms against the glibc build (benches/measure.py, 41 rounds). Needs
+# Rust's musl target and musl-gcc; without them a warning, and glibc linked statically.
 cli:
 	CARGO=$(CARGO) bash packaging/build-cli.sh
 

@@ -9,21 +9,16 @@
 #   (src/cli/allocator.rs: what replaces musl's allocator, and why). Needs Rust's musl target
 #   (rustup target add ARCH-unknown-linux-musl) and musl-gcc (Debian's musl-tools), for the C of
 #   liblzma's bundled xz; without them, a warning, and glibc linked statically instead.
-# - Profile-guided: built once with -Cprofile-generate, run over the repository's own inputs
-#   (benches/pgo-train.sh), built again with the profile. Needs llvm-profdata of rustc's own
-#   LLVM (rustup component add llvm-tools); without it, a warning, and no profile. The profile
-#   is made again only when the instrumented binary changed; its hash names it, so that a new
-#   one rebuilds every crate with it.
 # - One code-generation unit for the whole program (fat LTO), and a fixed-address executable,
 #   not a static PIE: nothing to relocate at start-up (a static PIE rewrote every page of
 #   pointers first, one copy-on-write fault each). The price is no address randomization of
 #   this binary; the package's (`make bin`, `make deb`) stays a PIE.
 #
-# The flags reach every crate built for the target, and no build script or proc-macro crate:
-# those are built for the host, which --target keeps apart even when it is the host's own.
+# crt-static (glibc) reaches every crate built for the target, and no build script or
+# proc-macro crate, which cannot be static: those are built for the host, which --target keeps
+# apart even when it is the host's own.
 #
-# Environment: CARGO, CLI_TARGET (default ARCH-unknown-linux-musl), CLI_CC (musl-gcc),
-# LLVM_PROFDATA, CLI_PGO=0 to build without a profile.
+# Environment: CARGO, CLI_TARGET (default ARCH-unknown-linux-musl), CLI_CC (musl-gcc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,36 +43,11 @@ else
     flags+=(-C target-feature=+crt-static)
 fi
 
-# build TARGET_DIR FLAGS...: the command for $target with FLAGS on every crate.
-build() {
-    local dir=$1
-    shift
-    RUSTFLAGS="${RUSTFLAGS:-} $*" "$cargo" rustc --release --bin btfgen --target "$target" \
-        --target-dir "$dir" -- -C relocation-model=static
-}
-
-profdata=${LLVM_PROFDATA:-$(find "$sysroot/lib/rustlib" -path '*/bin/llvm-profdata' 2>/dev/null | head -n 1)}
-pgo=$PWD/target/static-pgo
-if [[ ${CLI_PGO:-1} == 0 ]]; then
-    echo "make cli: CLI_PGO=0: no profile" >&2
-elif [[ ! -x $profdata ]]; then
-    warn "llvm-profdata is missing (rustup component add llvm-tools): no profile-guided build"
-else
-    build "$pgo/build" "${flags[@]}" "-Cprofile-generate=$pgo/raw"
-    instrumented=$pgo/build/$target/release/btfgen
-    trained=$(sha256sum <"$instrumented")
-    if [[ ! -f $pgo/trained-on || $(cat "$pgo/trained-on") != "$trained" ]]; then
-        rm -rf "$pgo/raw" "$pgo"/profile-*.profdata "$pgo/trained-on"
-        bash benches/pgo-train.sh "$instrumented" "$pgo/train"
-        "$profdata" merge -o "$pgo/merged.profdata" "$pgo/raw"
-        hash=$(sha256sum <"$pgo/merged.profdata")
-        mv "$pgo/merged.profdata" "$pgo/profile-${hash:0:16}.profdata"
-        echo "$trained" >"$pgo/trained-on"
-    fi
-    flags+=("-Cprofile-use=$(echo "$pgo"/profile-*.profdata)")
+if ((${#flags[@]})); then
+    export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }${flags[*]}"
 fi
-
-build target/static "${flags[@]}"
+"$cargo" rustc --release --bin btfgen --target "$target" --target-dir target/static \
+    -- -C relocation-model=static
 mkdir -p target/static/release
 ln -f "target/static/$target/release/btfgen" target/static/release/btfgen
 echo "make cli: target/static/release/btfgen ($target${flags[*]:+, ${flags[*]}})" >&2
