@@ -32,7 +32,6 @@ warn() {
     echo "make cli: WARNING: $*" >&2
 }
 
-flags=()
 if [[ -d $sysroot/lib/rustlib/$target/lib ]] && command -v "$cc" >/dev/null; then
     export "CC_${target//-/_}=$cc"
 else
@@ -40,14 +39,11 @@ else
         "musl-tools) is missing: linking glibc statically instead, whose start-up probes the" \
         "CPU (~0.2 ms more a run)"
     target=$(rustc -vV | sed -n 's/^host: //p')
-    flags+=(-C target-feature=+crt-static)
+    export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static"
 fi
 
-if ((${#flags[@]})); then
-    export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }${flags[*]}"
-fi
 "$cargo" rustc --release --bin btfgen --target "$target" --target-dir target/static \
     -- -C relocation-model=static
 mkdir -p target/static/release
 ln -f "target/static/$target/release/btfgen" target/static/release/btfgen
-echo "make cli: target/static/release/btfgen ($target${flags[*]:+, ${flags[*]}})" >&2
+echo "make cli: target/static/release/btfgen ($target)" >&2
