@@ -76,6 +76,8 @@ pub(super) struct Code<'c> {
     pub insns: &'c [Insn],
     /// One annotation per instruction.
     pub annotations: &'c [Annotation],
+    /// Their control-flow graph.
+    pub cfg: &'c super::cfg::Cfg,
     /// First instructions of the global sub-programs, which the verifier checks on their own.
     pub global_subprogs: &'c [u32],
     /// Per instruction, whether a block starting there is evaluated at all: the verdicts pass
@@ -134,31 +136,6 @@ pub(super) struct Outcome {
 /// Whether `insn` is libbpf's poisoned instruction: a call to helper `POISON_HELPER_ID`.
 pub(super) fn is_poison(insn: &Insn) -> bool {
     insn.code == CLASS_JMP | OP_CALL && insn.src_reg == 0 && insn.imm == POISON_HELPER_ID
-}
-
-/// The static successors of instruction `pc`, paths or not: fall-through, jump target, callee
-/// or callback.
-pub(super) fn successors(insns: &[Insn], pc: u32) -> [Option<u32>; 2] {
-    let Some(insn) = insns.get(pc as usize) else {
-        return [None, None];
-    };
-    let at = |off: i64| u32::try_from(i64::from(pc) + off + 1).ok();
-    let class = insn.code & 0x07;
-    match (class, insn.code & 0xf0) {
-        (CLASS_LD, _) if insn.code == LD_IMM64 => {
-            let callback = (insn.src_reg == PSEUDO_FUNC)
-                .then(|| at(i64::from(insn.imm)))
-                .flatten();
-            [at(1), callback]
-        }
-        (CLASS_JMP32, OP_JA) => [at(i64::from(insn.imm)), None],
-        (CLASS_JMP, OP_JA) => [at(i64::from(insn.off)), None],
-        (CLASS_JMP, OP_EXIT) => [None, None],
-        (CLASS_JMP, OP_CALL) if insn.src_reg == PSEUDO_CALL => [at(0), at(i64::from(insn.imm))],
-        (CLASS_JMP, OP_CALL) => [at(0), None],
-        (CLASS_JMP | CLASS_JMP32, _) => [at(0), at(i64::from(insn.off))],
-        _ => [at(0), None],
-    }
 }
 
 fn mem_size(code: u8) -> u32 {

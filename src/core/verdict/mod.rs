@@ -20,6 +20,7 @@
 //! keeps it (registers, 8-byte aligned stack spills, zeroed stack bytes, static calls'
 //! return values), and every value this pass does not follow is unknown.
 
+mod cfg;
 mod describe;
 mod interp;
 mod relevance;
@@ -39,7 +40,8 @@ use crate::fallible;
 use crate::object::assemble::AssembledProgram;
 use crate::object::{BpfObject, Insn};
 use alloc::vec::Vec;
-use interp::{Annotation, Budget, Code, is_poison, successors};
+use cfg::Cfg;
+use interp::{Annotation, Budget, Code, is_poison};
 use solver::explore;
 
 /// Instructions the exploration may execute over all paths of one program (the verifier's own
@@ -393,10 +395,13 @@ fn analyse(
         return Ok(Verdict::Loads);
     }
     let annotations = annotations(obj, assembled, relocations, relocated)?;
-    let relevant = relevance::relevant(&assembled.insns)?;
+    let kfunc = |pc: u32| annotations.get(pc as usize) == Some(&Annotation::Kfunc);
+    let cfg = Cfg::new(&assembled.insns, &global_subprogs, kfunc)?;
+    let relevant = relevance::relevant(&assembled.insns, &cfg)?;
     let code = Code {
         insns: &assembled.insns,
         annotations: &annotations,
+        cfg: &cfg,
         global_subprogs: &global_subprogs,
         relevant: &relevant,
     };
@@ -406,8 +411,8 @@ fn analyse(
     };
     let outcome = explore(&code, budget)?;
     let guards = match guards {
-        Guards::Found => dead_code_guards(&assembled.insns, &outcome)?,
-        Guards::Skipped => Vec::new(),
+        Guards::Found => DeadCode::label(&cfg, &outcome)?,
+        Guards::Skipped => DeadCode::default(),
     };
     let relocation_at = |poison: u32| {
         relocations
@@ -466,7 +471,7 @@ fn analyse(
                 relocation,
                 branch: edge.branch,
             }
-        } else if let Some(&Some((guard, dead))) = guards.get(pc as usize) {
+        } else if let Some((guard, dead)) = guards.guard(pc) {
             Evidence::Guarded {
                 poison: pc,
                 relocation,
@@ -497,39 +502,64 @@ fn analyse(
 /// For each instruction no path reached, the decided branch whose dead edge leads to it (the
 /// nearest, by a breadth-first walk of the static control flow from every dead edge at once,
 /// through instructions no path reached).
-fn dead_code_guards(
-    insns: &[Insn],
-    outcome: &interp::Outcome,
-) -> Result<Vec<Option<(Branch, u32)>>> {
-    let mut label: Vec<Option<(Branch, u32)>> = fallible::vec_with_capacity(insns.len())?;
-    label.resize(insns.len(), None);
-    let unvisited = |pc: u32| outcome.visited.get(pc as usize) == Some(&false);
-    let mut sources: Vec<(u32, u32)> = fallible::vec_with_capacity(outcome.decided.len())?;
-    sources.extend(outcome.decided.keys().copied());
-    sources.sort_unstable();
-    let mut queue: Vec<u32> = Vec::new();
-    for (insn, dead) in sources {
-        let Some(branch) = outcome.decided.get(&(insn, dead)) else {
-            continue;
+#[derive(Default)]
+struct DeadCode {
+    /// Each decided branch and the first instruction of its dead edge, by (jump, dead edge).
+    guards: Vec<(Branch, u32)>,
+    /// Per instruction, its guard's index in `guards`; [`DeadCode::UNLABELLED`] for none.
+    label: Vec<u32>,
+}
+
+impl DeadCode {
+    const UNLABELLED: u32 = u32::MAX;
+
+    /// Label the instructions of the program `cfg` describes that `outcome` never reached.
+    fn label(cfg: &Cfg, outcome: &interp::Outcome) -> Result<DeadCode> {
+        let len = outcome.visited.len();
+        let mut label: Vec<u32> = fallible::vec_with_capacity(len)?;
+        label.resize(len, Self::UNLABELLED);
+        let mut sources: Vec<((u32, u32), Branch)> =
+            fallible::vec_with_capacity(outcome.decided.len())?;
+        sources.extend(outcome.decided.iter().map(|(&key, &branch)| (key, branch)));
+        sources.sort_unstable_by_key(|&(key, _)| key);
+        let mut guards: Vec<(Branch, u32)> = fallible::vec_with_capacity(sources.len())?;
+        guards.extend(sources.iter().map(|&((_, dead), branch)| (branch, dead)));
+        // Labels `pc` with guard `index` unless it has a label or a path reached it.
+        let mark = |label: &mut [u32], pc: u32, index: u32| {
+            let unvisited = outcome.visited.get(pc as usize) == Some(&false);
+            match label.get_mut(pc as usize) {
+                Some(l) if unvisited && *l == Self::UNLABELLED => {
+                    *l = index;
+                    true
+                }
+                _ => false,
+            }
         };
-        if let Some(l @ None) = label.get_mut(dead as usize).filter(|_| unvisited(dead)) {
-            *l = Some((*branch, dead));
-            fallible::push(&mut queue, dead)?;
-        }
-    }
-    // Each instruction is labelled and queued at most once.
-    let mut next = 0;
-    while let Some(&pc) = queue.get(next) {
-        next += 1;
-        let from = label.get(pc as usize).copied().flatten();
-        for succ in successors(insns, pc).into_iter().flatten() {
-            if let Some(l @ None) = label.get_mut(succ as usize).filter(|_| unvisited(succ)) {
-                *l = from;
-                fallible::push(&mut queue, succ)?;
+        let mut queue: Vec<u32> = Vec::new();
+        for (index, &(_, dead)) in guards.iter().enumerate() {
+            if mark(&mut label, dead, index as u32) {
+                fallible::push(&mut queue, dead)?;
             }
         }
+        // Each instruction is labelled and queued at most once.
+        let mut next = 0;
+        while let Some(&pc) = queue.get(next) {
+            next += 1;
+            let from = label.get(pc as usize).copied().unwrap_or(Self::UNLABELLED);
+            for succ in cfg.successors_of(pc) {
+                if mark(&mut label, succ, from) {
+                    fallible::push(&mut queue, succ)?;
+                }
+            }
+        }
+        Ok(DeadCode { guards, label })
     }
-    Ok(label)
+
+    /// The guard of instruction `pc`: the branch and its dead edge's first instruction.
+    fn guard(&self, pc: u32) -> Option<(Branch, u32)> {
+        let index = *self.label.get(pc as usize)?;
+        self.guards.get(index as usize).copied()
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 //! (maps, ring buffers, histograms) is then never evaluated, and what is evaluated is
 //! evaluated exactly as before.
 
-use super::interp::{is_poison, successors};
+use super::cfg::Cfg;
+use super::interp::is_poison;
 use crate::core::patch::{CLASS_JMP, LD_IMM64};
 use crate::error::Result;
 use crate::fallible;
@@ -26,22 +27,23 @@ const PSEUDO_CALL: u8 = 1;
 /// An `ld_imm64`'s `src_reg` for a function's address (a callback).
 const PSEUDO_FUNC: u8 = 4;
 
-/// For each instruction of `insns`, whether a path from it reaches a poisoned instruction.
-pub(super) fn relevant(insns: &[Insn]) -> Result<Vec<bool>> {
+/// For each instruction of `insns` (whose graph is `cfg`), whether a path from it reaches a
+/// poisoned instruction.
+pub(super) fn relevant(insns: &[Insn], cfg: &Cfg) -> Result<Vec<bool>> {
     let len = insns.len();
     // References to sub-programs: (first instruction, where the referring code goes on).
     let mut references: Vec<(u32, u32)> = Vec::new();
     for (pc, insn) in insns.iter().enumerate() {
         let pc = pc as u32;
-        let reference = if insn.code == CALL && insn.src_reg == PSEUDO_CALL {
-            successors(insns, pc)[1].map(|start| (start, pc.saturating_add(1)))
+        let after = if insn.code == CALL && insn.src_reg == PSEUDO_CALL {
+            1
         } else if insn.code == LD_IMM64 && insn.src_reg == PSEUDO_FUNC {
-            successors(insns, pc)[1].map(|start| (start, pc.saturating_add(2)))
+            2
         } else {
-            None
+            continue;
         };
-        if let Some(reference) = reference.filter(|&(start, _)| (start as usize) < len) {
-            fallible::push(&mut references, reference)?;
+        if let [_, Some(start)] = cfg.successors(pc) {
+            fallible::push(&mut references, (start, pc.saturating_add(after)))?;
         }
     }
     let mut starts: Vec<u32> = fallible::vec_with_capacity(references.len() + 1)?;
@@ -51,36 +53,28 @@ pub(super) fn relevant(insns: &[Insn]) -> Result<Vec<bool>> {
     starts.dedup();
     let graph = Graph {
         insns,
+        cfg,
         starts: &starts,
         references: &references,
     };
     let node_count = len + starts.len();
-    // The edges, listed once (decoding every instruction's successors is most of the work):
-    // at most two successors and an exit edge per instruction, and one edge per reference.
-    let mut edges: Vec<(u32, u32)> = fallible::vec_with_capacity(3 * len + references.len())?;
-    graph.edges(|from, to| {
-        // Within the capacity reserved above: nothing is allocated here.
-        if edges.len() < edges.capacity() {
-            edges.push((from, to));
-        }
-    });
-    // Predecessor lists in one array, by destination (counted, then filled), for the walk.
+    // Predecessor lists in one array, by destination, for the walk: the edges are counted,
+    // then listed, each time from the decoded graph.
     let mut first: Vec<u32> = fallible::vec_with_capacity(node_count + 1)?;
     first.resize(node_count + 1, 0);
-    for &(_, to) in &edges {
-        first[to as usize + 1] += 1;
-    }
+    graph.edges(|_, to| first[to as usize + 1] += 1);
     for i in 1..first.len() {
         first[i] += first[i - 1];
     }
+    let edge_count = first.last().copied().unwrap_or(0) as usize;
     let mut fill = fallible::to_vec(&first)?;
-    let mut preds: Vec<u32> = fallible::vec_with_capacity(edges.len())?;
-    preds.resize(edges.len(), 0);
-    for &(from, to) in &edges {
+    let mut preds: Vec<u32> = fallible::vec_with_capacity(edge_count)?;
+    preds.resize(edge_count, 0);
+    graph.edges(|from, to| {
         let slot = &mut fill[to as usize];
         preds[*slot as usize] = from;
         *slot += 1;
-    }
+    });
     let mut marked: Vec<bool> = fallible::vec_with_capacity(node_count)?;
     marked.resize(node_count, false);
     let mut work: Vec<u32> = Vec::new();
@@ -107,6 +101,7 @@ pub(super) fn relevant(insns: &[Insn]) -> Result<Vec<bool>> {
 /// exits, so that exits × references do not become edges × edges.
 struct Graph<'g> {
     insns: &'g [Insn],
+    cfg: &'g Cfg,
     /// First instructions of the main program (0) and of every sub-program, sorted.
     starts: &'g [u32],
     /// (sub-program, where the referring code goes on) for every call and callback reference.
@@ -125,10 +120,8 @@ impl Graph<'_> {
         let len = self.insns.len();
         for (pc, insn) in self.insns.iter().enumerate() {
             let pc = pc as u32;
-            for to in successors(self.insns, pc).into_iter().flatten() {
-                if (to as usize) < len {
-                    edge(pc, to);
-                }
+            for to in self.cfg.successors_of(pc) {
+                edge(pc, to);
             }
             if insn.code == EXIT {
                 edge(pc, self.exits_of(pc));

@@ -12,7 +12,8 @@
 //! where the propagation evaluates states. Where a poison stays reachable here, only the
 //! propagation can tell.
 
-use super::interp::{is_poison, successors};
+use super::cfg::successors;
+use super::interp::is_poison;
 use crate::core::patch::{CLASS_JMP, LD_IMM64, SRC_X};
 use crate::error::Result;
 use crate::fallible;

@@ -13,22 +13,13 @@
 //! branches on one path to each reached poison (`paths`).
 
 use super::Branch;
-use super::interp::{
-    Annotation, Budget, Code, Flow, LoadTimeEdge, Outcome, Reach, State, Value, step,
-};
-use crate::core::patch::{CLASS_JMP, LD_IMM64};
+use super::interp::{Budget, Code, Flow, LoadTimeEdge, Outcome, Reach, State, Value, step};
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::collections::BinaryHeap;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
 use hashbrown::HashMap;
-
-const CLASS_JMP32: u8 = 0x06;
-/// `BPF_JMP | BPF_CALL`.
-const CALL: u8 = CLASS_JMP | 0x80;
-/// A call's `src_reg` for a BPF-to-BPF call.
-const PSEUDO_CALL: u8 = 1;
 
 /// How an executable edge leaves its block, for the evidence.
 #[derive(Clone, Copy, Debug)]
@@ -88,8 +79,6 @@ enum ContextKey {
 struct Solver<'c> {
     code: &'c Code<'c>,
     budget: Budget,
-    /// Whether an instruction starts a block.
-    leader: Vec<bool>,
     contexts: HashMap<ContextKey, u32>,
     /// Each context's parent, by id.
     parents: Vec<Option<u32>>,
@@ -114,7 +103,6 @@ pub(super) fn explore(code: &Code<'_>, budget: Budget) -> Result<Outcome> {
     let mut solver = Solver {
         code,
         budget,
-        leader: leaders(code)?,
         contexts: HashMap::new(),
         parents: Vec::new(),
         roots: Vec::new(),
@@ -142,46 +130,7 @@ pub(super) fn explore(code: &Code<'_>, budget: Budget) -> Result<Outcome> {
     Ok(solver.out)
 }
 
-/// The first instruction of each block: the entry points, jump and call targets, callbacks
-/// and what follows a jump, call or exit.
-fn leaders(code: &Code<'_>) -> Result<Vec<bool>> {
-    let insns = code.insns;
-    let mut leader = fallible::vec_with_capacity(insns.len())?;
-    leader.resize(insns.len(), false);
-    let mut mark = |pc: u32| {
-        if let Some(l) = leader.get_mut(pc as usize) {
-            *l = true;
-        }
-    };
-    mark(0);
-    for &start in code.global_subprogs {
-        mark(start);
-    }
-    for (pc, insn) in insns.iter().enumerate() {
-        let pc = pc as u32;
-        let straight = pc.wrapping_add(if insn.code == LD_IMM64 { 2 } else { 1 });
-        // A helper call goes straight on (a callback's return joins there as a new block).
-        let class = insn.code & 0x07;
-        let helper = insn.code == CALL
-            && (insn.src_reg != PSEUDO_CALL
-                || code.annotations.get(pc as usize) == Some(&Annotation::Kfunc));
-        if (class == CLASS_JMP || class == CLASS_JMP32) && !helper {
-            mark(pc.wrapping_add(1));
-        }
-        for succ in super::interp::successors(insns, pc).into_iter().flatten() {
-            if succ != straight {
-                mark(succ);
-            }
-        }
-    }
-    Ok(leader)
-}
-
 impl Solver<'_> {
-    fn is_leader(&self, pc: u32) -> bool {
-        self.leader.get(pc as usize).is_none_or(|l| *l)
-    }
-
     /// The context `key`, new or known.
     fn context(&mut self, key: ContextKey, parent: Option<u32>) -> Result<(u32, bool)> {
         if let Some(&id) = self.contexts.get(&key) {
@@ -370,7 +319,7 @@ impl Solver<'_> {
                 }
                 Flow::End => break Term::End,
             };
-            if self.is_leader(next) {
+            if self.code.cfg.is_leader(next) {
                 let to = self.flow(context, next, &state)?;
                 break Term::Edges([to.and_then(plain), None]);
             }

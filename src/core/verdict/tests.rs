@@ -2,7 +2,8 @@
 //! verifier reaches or prunes; the expected outcome is worked out by hand from the ISA and the
 //! verifier's rules (`is_branch_taken`, stack spill tracking, calls).
 
-use super::dead_code_guards;
+use super::DeadCode;
+use super::cfg::Cfg;
 use super::interp::{Annotation, Budget, Code, Outcome};
 use super::relevance::relevant;
 use super::screen::poisons_dead;
@@ -73,9 +74,14 @@ fn run_with(insns: &[Insn], annotated: &[(usize, Annotation)], globals: &[u32]) 
     for &(at, a) in annotated {
         annotations[at] = a;
     }
+    let cfg = Cfg::new(insns, globals, |pc| {
+        annotations[pc as usize] == Annotation::Kfunc
+    })
+    .expect("graph");
     let code = Code {
         insns,
         annotations: &annotations,
+        cfg: &cfg,
         global_subprogs: globals,
         relevant: &[],
     };
@@ -90,10 +96,12 @@ fn run(insns: &[Insn]) -> Outcome {
 /// do ([`relevant`]).
 fn run_relevant(insns: &[Insn]) -> Outcome {
     let annotations = vec![Annotation::None; insns.len()];
-    let relevant = relevant(insns).expect("relevance");
+    let cfg = Cfg::new(insns, &[], |_| false).expect("graph");
+    let relevant = relevant(insns, &cfg).expect("relevance");
     let code = Code {
         insns,
         annotations: &annotations,
+        cfg: &cfg,
         global_subprogs: &[],
         relevant: &relevant,
     };
@@ -560,10 +568,11 @@ fn a_dead_edge_labels_the_code_behind_it() {
         exit(),
     ];
     let outcome = run(&p);
-    let labels = dead_code_guards(&p, &outcome).expect("labels");
-    let (guard, dead) = labels[5].expect("guarded");
+    let cfg = Cfg::new(&p, &[], |_| false).expect("graph");
+    let labels = DeadCode::label(&cfg, &outcome).expect("labels");
+    let (guard, dead) = labels.guard(5).expect("guarded");
     assert_eq!((guard.insn, dead), (1, 4));
-    assert!(labels[2].is_none(), "visited code has no guard");
+    assert!(labels.guard(2).is_none(), "visited code has no guard");
 }
 
 #[test]
@@ -628,16 +637,21 @@ fn arbitrary_instructions_never_panic_and_stay_in_budget() {
             })
             .collect();
         let globals = [(next() % len as u64) as u32];
+        let cfg = Cfg::new(&insns, &globals, |pc| {
+            annotations[pc as usize] == Annotation::Kfunc
+        })
+        .expect("graph");
         let code = Code {
             insns: &insns,
             annotations: &annotations,
+            cfg: &cfg,
             global_subprogs: &globals,
             relevant: &[],
         };
         let outcome = explore(&code, budget).expect("explores");
         assert!(outcome.visits <= budget.visits);
         assert!(outcome.reached.iter().all(|r| (r.poison as usize) < len));
-        dead_code_guards(&insns, &outcome).expect("labels");
+        DeadCode::label(&cfg, &outcome).expect("labels");
         total_visits += outcome.visits;
         total_visited += outcome.visited.iter().filter(|v| **v).count();
     }
@@ -759,9 +773,11 @@ fn the_screen_settles_only_what_no_path_reaches() {
             })
             .collect();
         let annotations = vec![Annotation::None; len];
+        let cfg = Cfg::new(&insns, &[], |_| false).expect("graph");
         let code = Code {
             insns: &insns,
             annotations: &annotations,
+            cfg: &cfg,
             global_subprogs: &[],
             relevant: &[],
         };
