@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 #
 # The static command, a step of .ci/test: builds `make cli` (packaging/build-cli.sh: btfgen
-# linked statically against musl, with src/cli/allocator.rs as its allocator; the build
-# benches/ time), then checks what makes it that build and that it does what the tested one
-# does:
+# linked statically against musl, with src/cli/allocator.rs as its allocator, profile-guided;
+# the build benches/ time), then checks what makes it that build and that it does what the
+# tested one does:
 # - a static executable (no program interpreter), whose start-up probes no CPU: neither glibc's
 #   cache-size probing (`init_cacheinfo`'s `cpuid`s) nor std's feature detection is linked,
-#   and dlmalloc is;
+#   and dlmalloc is; built with a profile;
 # - the same bytes as `target/release/btfgen` (the build the test suite runs; CARGO_BIN= to
 #   name another): min-core-btf of benches/guard/ and benches/objs/ against Linux 7.1's BTF
 #   and its summary line, relocate's results, batch on two threads with its JSON report, and
@@ -28,7 +28,10 @@ die() {
 [[ -x $TESTED ]] || die "$TESTED is missing: build it first (cargo build --release)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-make cli >&2
+# The build's log goes on to stderr; its last line says how the binary was built.
+make cli 2>"$work/build.log" || { cat "$work/build.log" >&2; die "make cli failed"; }
+cat "$work/build.log" >&2
+built=$(tail -n 1 "$work/build.log")
 
 failures=0
 check() {
@@ -51,6 +54,7 @@ check "no glibc start-up CPU probing (init_cacheinfo)" \
 check "no std runtime CPU feature detection" \
     eval '! grep -q "std_detect.*detect_and_initialize" <<<"$symbols"'
 check "dlmalloc linked (src/cli/allocator.rs)" eval 'grep -q dlmalloc <<<"$symbols"'
+check "profile-guided (packaging/build-cli.sh)" eval 'grep -q -- "-Cprofile-use=" <<<"$built"'
 
 tar -xJf tests/data/targets/vmlinux-7.1.btf.tar.xz -C "$work"
 target=$work/vmlinux-7.1.btf
