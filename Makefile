@@ -3,9 +3,9 @@
 # btfgen's C library: the C ABI of src/ffi/, declared by include/btfgen.h.
 #
 #   make cli            target/static/release/btfgen: the command-line tool linked statically
-#                       against musl (packaging/build-cli.sh), which starts ~0.7 ms faster than
-#                       the dynamically linked one `cargo build` makes (benches/README.md);
-#                       needs Rust's musl target and musl-gcc
+#                       against musl and profile-guided (packaging/build-cli.sh), which starts
+#                       ~0.7 ms faster than the dynamically linked one `cargo build` makes
+#                       (benches/README.md); needs Rust's musl target, musl-gcc and llvm-tools
 #   make lib            target/release/libbtfgen.so.1 (SONAME libbtfgen.so.1, every symbol
 #                       versioned BTFGEN_0.x by capi.map), the libbtfgen.so symlink, and
 #                       target/release/libbtfgen.a
@@ -63,9 +63,11 @@ WHOLE_PROGRAM = CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNIT
 
 # The static command, the build benches/ time (packaging/build-cli.sh says how and why): linked
 # against musl, whose start-up, unlike glibc's, probes no CPU; the whole program in one
-# code-generation unit, at a fixed address. A one-object min-core-btf 3.56 -> 2.65 ms, 20
-# objects 6.06 -> 5.15 ms against the glibc build (benches/measure.py, 41 rounds). Needs
-# Rust's musl target and musl-gcc; without them a warning, and glibc linked statically.
+# code-generation unit, at a fixed address; the binary's crate profile-guided. A one-object
+# min-core-btf 3.56 -> 2.65 ms, 20 objects 6.06 -> 5.15 ms against the glibc build
+# (benches/measure.py, 41 rounds); with the profile 2.33 -> 1.96 ms and 3.96 -> 3.52 ms (21
+# rounds). Needs Rust's musl target and musl-gcc (without them a warning, and glibc linked
+# statically), and llvm-tools for the profile (without it a warning, and no profile).
 cli:
 	CARGO=$(CARGO) bash packaging/build-cli.sh
 
