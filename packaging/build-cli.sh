@@ -18,8 +18,11 @@
 #   to that crate alone (`cargo rustc -- ...`), so the profile shapes the command's own code and
 #   what it instantiates (the allocator most of all), not the library's analyses: on every
 #   crate, the verdict pass (issue 30's <= 5% of a report run) grew 11% while the rest shrank.
-#   The profile is made again only when the instrumented binary changed. Needs llvm-profdata of
-#   rustc's own LLVM (rustup component add llvm-tools); without it, a warning, and no profile.
+#   The profile is made again only when the instrumented binary changed; its counts, and so the
+#   binary's bytes (never its outputs), vary a little from one training run to the next (hash
+#   seeds, allocation order): this build is not reproducible bit for bit, the package's is.
+#   Needs llvm-profdata of rustc's own LLVM (rustup component add llvm-tools); without it, a
+#   warning, and no profile.
 #
 # crt-static (glibc) reaches every crate built for the target, and no build script or
 # proc-macro crate, which cannot be static: those are built for the host, which --target keeps
