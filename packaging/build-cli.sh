@@ -20,7 +20,8 @@
 #   crate, the verdict pass (issue 30's <= 5% of a report run) grew 11% while the rest shrank.
 #   The profile is made again only when the instrumented binary changed; its counts, and so the
 #   binary's bytes (never its outputs), vary a little from one training run to the next (hash
-#   seeds, allocation order): this build is not reproducible bit for bit, the package's is.
+#   seeds, allocation order), so two builds of one tree differ; the package's (`make bin`)
+#   takes no profile.
 #   Needs llvm-profdata of rustc's own LLVM (rustup component add llvm-tools); without it, a
 #   warning, and no profile.
 #
