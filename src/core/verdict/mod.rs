@@ -504,8 +504,8 @@ fn analyse(
 /// through instructions no path reached).
 #[derive(Default)]
 struct DeadCode {
-    /// Each decided branch and the first instruction of its dead edge, by (jump, dead edge).
-    guards: Vec<(Branch, u32)>,
+    /// Each decided branch by (jump, first instruction of its dead edge), sorted.
+    guards: Vec<((u32, u32), Branch)>,
     /// Per instruction, its guard's index in `guards`; [`DeadCode::UNLABELLED`] for none.
     label: Vec<u32>,
 }
@@ -518,12 +518,10 @@ impl DeadCode {
         let len = outcome.visited.len();
         let mut label: Vec<u32> = fallible::vec_with_capacity(len)?;
         label.resize(len, Self::UNLABELLED);
-        let mut sources: Vec<((u32, u32), Branch)> =
+        let mut guards: Vec<((u32, u32), Branch)> =
             fallible::vec_with_capacity(outcome.decided.len())?;
-        sources.extend(outcome.decided.iter().map(|(&key, &branch)| (key, branch)));
-        sources.sort_unstable_by_key(|&(key, _)| key);
-        let mut guards: Vec<(Branch, u32)> = fallible::vec_with_capacity(sources.len())?;
-        guards.extend(sources.iter().map(|&((_, dead), branch)| (branch, dead)));
+        guards.extend(outcome.decided.iter().map(|(&key, &branch)| (key, branch)));
+        guards.sort_unstable_by_key(|&(key, _)| key);
         // Labels `pc` with guard `index` unless it has a label or a path reached it.
         let mark = |label: &mut [u32], pc: u32, index: u32| {
             let unvisited = outcome.visited.get(pc as usize) == Some(&false);
@@ -536,7 +534,7 @@ impl DeadCode {
             }
         };
         let mut queue: Vec<u32> = Vec::new();
-        for (index, &(_, dead)) in guards.iter().enumerate() {
+        for (index, &((_, dead), _)) in guards.iter().enumerate() {
             if mark(&mut label, dead, index as u32) {
                 fallible::push(&mut queue, dead)?;
             }
@@ -558,7 +556,8 @@ impl DeadCode {
     /// The guard of instruction `pc`: the branch and its dead edge's first instruction.
     fn guard(&self, pc: u32) -> Option<(Branch, u32)> {
         let index = *self.label.get(pc as usize)?;
-        self.guards.get(index as usize).copied()
+        let &((_, dead), branch) = self.guards.get(index as usize)?;
+        Some((branch, dead))
     }
 }
 
