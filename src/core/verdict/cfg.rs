@@ -11,16 +11,19 @@ use crate::fallible;
 use crate::object::Insn;
 use alloc::vec::Vec;
 
-const CLASS_JMP32: u8 = 0x06;
-const OP_JA: u8 = 0x00;
-const OP_CALL: u8 = 0x80;
-const OP_EXIT: u8 = 0x90;
+// The encodings the graph decodes, shared with the rest of the verdict pass.
+pub(super) const CLASS_JMP32: u8 = 0x06;
+pub(super) const OP_JA: u8 = 0x00;
+pub(super) const OP_CALL: u8 = 0x80;
+pub(super) const OP_EXIT: u8 = 0x90;
 /// `BPF_JMP | BPF_CALL`.
-const CALL: u8 = CLASS_JMP | OP_CALL;
+pub(super) const CALL: u8 = CLASS_JMP | OP_CALL;
+/// `BPF_JMP | BPF_EXIT`.
+pub(super) const EXIT: u8 = CLASS_JMP | OP_EXIT;
 /// A call's `src_reg` for a BPF-to-BPF call.
-const PSEUDO_CALL: u8 = 1;
+pub(super) const PSEUDO_CALL: u8 = 1;
 /// An `ld_imm64`'s `src_reg` for a function's address (a callback).
-const PSEUDO_FUNC: u8 = 4;
+pub(super) const PSEUDO_FUNC: u8 = 4;
 /// No successor in that position, or one outside the program.
 const NONE: u32 = u32::MAX;
 

@@ -19,6 +19,7 @@
 
 mod state;
 
+use super::cfg::{CLASS_JMP32, OP_CALL, OP_EXIT, OP_JA, PSEUDO_CALL, PSEUDO_FUNC};
 use super::{Branch, Operand};
 use crate::core::patch::{
     CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_LD, CLASS_LDX, CLASS_ST, CLASS_STX, LD_IMM64,
@@ -32,16 +33,10 @@ use hashbrown::HashMap;
 use state::{Frame, clobber_args, clobber_frame, read_stack, write_stack};
 pub(super) use state::{State, Value};
 
-const CLASS_JMP32: u8 = 0x06;
 const MODE_MEM: u8 = 0x60;
 const MODE_MEMSX: u8 = 0x80;
 const MODE_ATOMIC: u8 = 0xc0;
-const OP_JA: u8 = 0x00;
-const OP_CALL: u8 = 0x80;
-const OP_EXIT: u8 = 0x90;
 const OP_JCOND: u8 = 0xe0;
-const PSEUDO_CALL: u8 = 1;
-const PSEUDO_FUNC: u8 = 4;
 const ATOMIC_FETCH: i32 = 0x01;
 const ATOMIC_CMPXCHG: i32 = 0xf1;
 const LOAD_ACQUIRE: i32 = 0x100;

@@ -32,7 +32,7 @@ pub use describe::describe;
 pub use crate::core::programs::{ProgramRelocation, callers};
 
 use crate::btf::Btf;
-use crate::core::patch::{CLASS_JMP, LD_IMM64, Patched};
+use crate::core::patch::{LD_IMM64, Patched};
 use crate::core::programs::{AppliedRelocations, for_each_assembled};
 use crate::core::relocate::RelocatedObject;
 use crate::error::Result;
@@ -40,7 +40,7 @@ use crate::fallible;
 use crate::object::assemble::AssembledProgram;
 use crate::object::{BpfObject, Insn};
 use alloc::vec::Vec;
-use cfg::Cfg;
+use cfg::{CALL, Cfg};
 use interp::{Annotation, Budget, Code, is_poison};
 use solver::explore;
 
@@ -49,8 +49,6 @@ use solver::explore;
 const VISIT_BUDGET: u32 = 1_000_000;
 /// Block entry states (one per block and call context), per program.
 const STATE_BUDGET: usize = 65_536;
-/// `BPF_JMP | BPF_CALL`.
-const CALL: u8 = CLASS_JMP | 0x80;
 
 /// Whether the kernel will load a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -10,22 +10,13 @@
 //! (maps, ring buffers, histograms) is then never evaluated, and what is evaluated is
 //! evaluated exactly as before.
 
-use super::cfg::Cfg;
+use super::cfg::{CALL, Cfg, EXIT, PSEUDO_CALL, PSEUDO_FUNC};
 use super::interp::is_poison;
-use crate::core::patch::{CLASS_JMP, LD_IMM64};
+use crate::core::patch::LD_IMM64;
 use crate::error::Result;
 use crate::fallible;
 use crate::object::Insn;
 use alloc::vec::Vec;
-
-/// `BPF_JMP | BPF_EXIT`.
-const EXIT: u8 = CLASS_JMP | 0x90;
-/// `BPF_JMP | BPF_CALL`.
-const CALL: u8 = CLASS_JMP | 0x80;
-/// A call's `src_reg` for a BPF-to-BPF call.
-const PSEUDO_CALL: u8 = 1;
-/// An `ld_imm64`'s `src_reg` for a function's address (a callback).
-const PSEUDO_FUNC: u8 = 4;
 
 /// For each instruction of `insns` (whose graph is `cfg`), whether a path from it reaches a
 /// poisoned instruction.

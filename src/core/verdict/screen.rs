@@ -12,7 +12,7 @@
 //! where the propagation evaluates states. Where a poison stays reachable here, only the
 //! propagation can tell.
 
-use super::cfg::successors;
+use super::cfg::{CLASS_JMP32, successors};
 use super::interp::is_poison;
 use crate::core::patch::{CLASS_JMP, LD_IMM64, SRC_X};
 use crate::error::Result;
@@ -22,7 +22,6 @@ use alloc::vec::Vec;
 
 /// `BPF_ALU64 | BPF_MOV | BPF_K`: a 64-bit move of the sign-extended immediate.
 const MOV64_IMM: u8 = 0xb7;
-const CLASS_JMP32: u8 = 0x06;
 /// r10, which a move cannot change.
 const FP: u8 = 10;
 
