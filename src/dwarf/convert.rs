@@ -919,7 +919,7 @@ fn numeric(value: &AttributeValue<Reader<'_>>) -> Option<u64> {
         AttributeValue::Data8(v) => Some(v),
         AttributeValue::Udata(v) => Some(v),
         AttributeValue::Sdata(v) => Some(v as u64),
-        // gimli reads DW_AT_encoding as its constant.
+        // gimli's normalized `DW_AT_encoding` (`Input::udata`'s; the walk keeps raw values).
         AttributeValue::Encoding(e) => Some(e.0.into()),
         _ => None,
     }

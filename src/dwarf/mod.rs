@@ -523,6 +523,47 @@ mod tests {
         }
     }
 
+    /// gcc's DWARF 2 writes a member's location as a `DW_FORM_block1` holding
+    /// `DW_OP_plus_uconst` (DWARF 4 writes a constant): the walk keeps the form's raw value, a
+    /// block, which is read as the expression it holds, as pahole reads it.
+    #[test]
+    fn a_dwarf2_member_location_block_is_its_offset() {
+        // 1: compile unit; 2: struct (byte_size data1); 3: member (type ref4,
+        // data_member_location block1); 4: base type (byte_size, encoding data1, name string).
+        let abbrev = [
+            1, 0x11, 1, 0, 0, //
+            2, 0x13, 1, 0x0b, 0x0b, 0, 0, //
+            3, 0x0d, 0, 0x49, 0x13, 0x38, 0x0a, 0, 0, //
+            4, 0x24, 0, 0x0b, 0x0b, 0x3e, 0x0b, 0x03, 0x08, 0, 0, //
+            0,
+        ];
+        let mut info = vec![0u8; 4]; // unit_length, below
+        info.extend_from_slice(&2u16.to_le_bytes());
+        info.extend_from_slice(&0u32.to_le_bytes());
+        info.push(8);
+        // The unit's DIE at 11, the struct's at 12, the member's at 14, the end of the
+        // struct's children at 22, the base type's at 23.
+        info.extend_from_slice(&[1, 2, 16, 3]);
+        info.extend_from_slice(&23u32.to_le_bytes());
+        info.extend_from_slice(&[2, 0x23, 8, 0]); // block1: DW_OP_plus_uconst 8; end
+        info.extend_from_slice(&[4, 4, 5]);
+        info.extend_from_slice(b"int\0");
+        info.push(0);
+        let length = (info.len() - 4) as u32;
+        info[..4].copy_from_slice(&length.to_le_bytes());
+        let file = elf(&[(".debug_abbrev", &abbrev), (".debug_info", &info)]);
+        let btf = to_btf(&file, None).unwrap();
+        let btf = Btf::parse(&btf).unwrap();
+        let ty = btf.type_by_id(1).unwrap();
+        assert_eq!(ty.kind(), Some(Kind::Struct));
+        let member = ty.kind.composite().unwrap().member(0).unwrap();
+        assert_eq!(member.bit_offset, 64);
+        assert_eq!(
+            btf.type_by_id(member.type_id).unwrap().kind(),
+            Some(Kind::Int)
+        );
+    }
+
     /// More distinct types than BTF has ids: an error that says so, not a panic.
     #[test]
     fn deduplicated_type_count_over_btf_ids_is_an_error() {

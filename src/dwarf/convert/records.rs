@@ -257,7 +257,9 @@ impl<'a> Input<'a> {
         }
         let byte_offset = match member.get(A::MemberLocation) {
             None => 0,
-            Some(AttributeValue::Exprloc(expr)) => plus_uconst(expr.0.slice())
+            Some(
+                AttributeValue::Exprloc(gimli::Expression(expr)) | AttributeValue::Block(expr),
+            ) => plus_uconst(expr.slice())
                 .ok_or(at.err("a member location that is no constant offset"))?,
             Some(value) => numeric(&value).ok_or(at.err("a member location of unknown form"))?,
         } as i64;
