@@ -540,6 +540,11 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
 
     /// libbpf's `btf_dedup_is_equiv`: whether the type graph at `cand` is equivalent to the
     /// one at canonical `canon`, recording the pairs assumed on the way.
+    ///
+    /// The two tests that end most visits (a kernel's: 19 of 28.5 million), both sides the
+    /// same type already or `canon` assumed already, are made inline in the caller; the rest
+    /// of the walk is [`DedupPhases::equiv_walk`].
+    #[inline(always)]
     fn is_equiv(&mut self, cand: u32, canon: u32, depth: usize) -> Result<bool> {
         if depth > MAX_DEPTH {
             return Err(self.too_deep());
@@ -554,6 +559,14 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                 || self.identical_arrays(hypot, cand)
                 || self.identical_structs(hypot, cand, depth + 1)?);
         }
+        self.equiv_walk(cand, canon, depth)
+    }
+
+    /// [`DedupPhases::is_equiv`] of a pair neither of its first tests ended: `canon` (a FWD
+    /// resolved) assumed equivalent to `cand`, then their records compared and their
+    /// references walked.
+    #[inline(never)]
+    fn equiv_walk(&mut self, cand: u32, canon: u32, depth: usize) -> Result<bool> {
         let assumed = &mut self.tables_mut().hypot;
         assumed.map[canon as usize] = cand;
         crate::fallible::push(&mut assumed.list, canon)?;
