@@ -22,6 +22,7 @@
 //! This file holds the input (units, references, attributes); `scan` is the first pass,
 //! `walk` the converting pass's walk, and `records` writes each DIE's record.
 
+mod plan;
 mod records;
 mod scan;
 mod walk;
@@ -162,7 +163,9 @@ struct At {
 
 /// The next DIE of a raw walk over the unit starting at `unit_start`: its depth, offset and
 /// abbreviation, with `at` pointed at it and its attributes next in `raw`; `None` at the
-/// unit's end. Null entries (the ends of sibling lists) are passed over.
+/// unit's end. Null entries (the ends of sibling lists) are passed over. Inlined: it runs
+/// for each of a kernel's 14 million DIEs.
+#[inline(always)]
 fn next_die<'abbrev>(
     raw: &mut gimli::EntriesRaw<'abbrev, '_, Reader<'_>>,
     at: &mut At,

@@ -40,7 +40,7 @@ pub(super) enum A {
 pub(super) const WANTED: usize = 14;
 
 /// Where attribute `name` goes in [`Attrs`].
-fn wanted(name: DwAt) -> Option<usize> {
+pub(super) fn wanted(name: DwAt) -> Option<usize> {
     Some(match name {
         dw::DW_AT_name => A::Name,
         dw::DW_AT_type => A::Type,
@@ -176,6 +176,9 @@ pub(super) struct Nodes<'a> {
     /// Whether one of `list` is an annotation (`DW_TAG_LLVM_annotation`): clang's, with
     /// `btf_type_tag`/`btf_decl_tag` in the source; gcc writes none.
     annotations: bool,
+    /// How the walk reads each abbreviation's attributes (kept with the nodes so that their
+    /// memory is reused from unit to unit).
+    plans: super::plan::Plans,
 }
 
 /// A kept DIE as the records read it.
@@ -215,6 +218,7 @@ impl<'a> Nodes<'a> {
         self.list.clear();
         self.values.clear();
         self.annotations = false;
+        self.plans.clear();
     }
 
     /// Whether a kept DIE is an annotation ([`Nodes::annotations`]).
@@ -302,34 +306,6 @@ impl Numbered {
 
 /// What a DIE tree with more ends of sibling lists than parents is.
 pub(super) const DEPTH_BELOW_ZERO: &str = "DIE tree depth below 0";
-
-/// Abbreviation codes up to this are remembered by [`is_signed`] (gcc numbers a unit's from
-/// 1, a few hundred at most).
-const MAX_REMEMBERED_CODE: u64 = 1 << 16;
-
-/// Whether DIEs of `abbrev` have a `DW_AT_signature` (they stand for a type unit's type):
-/// looked at once per abbreviation of the unit, `codes` remembering, where each DIE of a
-/// kernel's millions would have gone through its attribute list.
-fn is_signed(codes: &mut Vec<u8>, abbrev: &gimli::Abbreviation) -> Result<bool> {
-    let signed = || {
-        abbrev
-            .attributes()
-            .iter()
-            .any(|s| s.name() == dw::DW_AT_signature)
-    };
-    if abbrev.code() >= MAX_REMEMBERED_CODE {
-        return Ok(signed());
-    }
-    let code = abbrev.code() as usize;
-    if code >= codes.len() {
-        codes.try_reserve(code + 1 - codes.len())?;
-        codes.resize(code + 1, 0);
-    }
-    if codes[code] == 0 {
-        codes[code] = 1 + u8::from(signed());
-    }
-    Ok(codes[code] == 2)
-}
 
 /// A DIE's offset in its unit, as slots hold it.
 pub(super) fn slot_offset(offset: UnitOffset, at: At) -> Result<u32> {
@@ -676,9 +652,6 @@ impl<'a> Input<'a> {
         let mut slot = 0usize;
         // An alias's attributes, read to find its target (it is not kept).
         let mut scratch = Vec::new();
-        // Converting in one pass: whether each abbreviation (by code) has a
-        // `DW_AT_signature`, found at its first DIE (0: not yet; 1: no; 2: yes).
-        let mut signed_codes: Vec<u8> = Vec::new();
         let mut raw = walked
             .unit
             .entries_raw(None)
@@ -700,6 +673,7 @@ impl<'a> Input<'a> {
                 walked.complete = nodes.list.len();
             }
             let tag = abbrev.tag();
+            let plan = nodes.plans.get(abbrev)?;
             let parent = match open.last() {
                 Some(&(i, d)) if d == depth - 1 => i,
                 _ => NO_PARENT,
@@ -724,7 +698,7 @@ impl<'a> Input<'a> {
                 }
                 // As the first pass's scan numbers the unit (`scan_into`).
                 Some(numbered) => {
-                    alias = tag == dw::DW_TAG_atomic_type || is_signed(&mut signed_codes, abbrev)?;
+                    alias = tag == dw::DW_TAG_atomic_type || plan.signed;
                     if !alias && is_type_tag(tag) {
                         job = Job::Type(numbered.type_slot(offset, at)?);
                     }
@@ -741,7 +715,9 @@ impl<'a> Input<'a> {
                 if let (true, Some(numbered)) = (alias, numbering.as_deref_mut()) {
                     scratch.clear();
                     scratch.try_reserve(WANTED)?;
-                    let present = Attrs::read(&mut raw, specs, &mut scratch)
+                    let present = nodes
+                        .plans
+                        .read(plan, &mut raw, specs, &mut scratch)
                         .map_err(|e| at.err(gimli_reason(e)))?;
                     self.number_alias(numbered, index, Attrs::new(present, &scratch), offset, at)?;
                 } else {
@@ -753,7 +729,9 @@ impl<'a> Input<'a> {
             let first = u32::try_from(nodes.values.len())
                 .map_err(|_| at.err("too many attributes in one unit"))?;
             nodes.values.try_reserve(WANTED)?;
-            let present = Attrs::read(&mut raw, specs, &mut nodes.values)
+            let present = nodes
+                .plans
+                .read(plan, &mut raw, specs, &mut nodes.values)
                 .map_err(|e| at.err(gimli_reason(e)))?;
             if let Some(numbered) = numbering.as_deref_mut() {
                 let attrs = Attrs::new(present, &nodes.values[first as usize..]);

@@ -1,0 +1,242 @@
+//! How the walk reads the attributes of the DIEs of each abbreviation, worked out once per
+//! abbreviation of a unit ([`Plans`]) instead of for each of a kernel's 11 million kept DIEs:
+//! which runs of attributes to skip, which to read, and where each value read goes among the
+//! DIE's [`super::walk::Attrs`] values. The values, the attributes kept and the errors are
+//! those of [`super::walk::Attrs::read`], which reads without a plan (the first pass, and abbreviation codes past
+//! [`MAX_PLANNED_CODE`]).
+
+use super::walk::{WANTED, wanted};
+use crate::error::Result;
+use crate::fallible;
+use alloc::vec::Vec;
+use gimli::constants as dw;
+
+/// Abbreviation codes below this have their plan kept for the rest of the unit (gcc numbers
+/// a unit's from 1, a few hundred at most); a larger one is planned again at each DIE.
+const MAX_PLANNED_CODE: u64 = 1 << 16;
+
+/// One step of a plan, over the abbreviation's attribute specifications.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// Skip specifications `from..to`.
+    Skip { from: u32, to: u32 },
+    /// Read specification `spec`, and insert its value at `at` among the values read so far
+    /// (the values are kept in [`super::walk::A`]'s order).
+    Read { spec: u32, at: u8 },
+    /// Read specification `spec`, its value after those read so far (what most abbreviations
+    /// have: their wanted attributes in `A`'s order).
+    Append { spec: u32 },
+}
+
+/// The plan of one abbreviation: its steps in [`Plans`], which attributes its DIEs have, and
+/// whether they stand for a type unit's type (`DW_AT_signature`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Plan {
+    first: u32,
+    len: u32,
+    present: u16,
+    /// Whether its steps are in [`Plans::scratch`] (a code past [`MAX_PLANNED_CODE`]).
+    scratch: bool,
+    /// Its DIEs have a `DW_AT_signature`.
+    pub(super) signed: bool,
+}
+
+/// The plans of one unit's abbreviations, by code; emptied for each unit (its memory kept).
+#[derive(Debug, Default)]
+pub(super) struct Plans {
+    /// By code: its plan, if planned yet.
+    by_code: Vec<Option<Plan>>,
+    steps: Vec<Step>,
+    /// The steps of the last plan of a code past [`MAX_PLANNED_CODE`].
+    scratch: Vec<Step>,
+}
+
+impl Plans {
+    /// Forget the plans (of the unit before).
+    pub(super) fn clear(&mut self) {
+        self.by_code.clear();
+        self.steps.clear();
+    }
+
+    /// The plan of `abbrev`, made now if it is the first DIE of its code.
+    #[inline]
+    pub(super) fn get(&mut self, abbrev: &gimli::Abbreviation) -> Result<Plan> {
+        match self.by_code.get(abbrev.code() as usize) {
+            Some(&Some(plan)) if abbrev.code() < MAX_PLANNED_CODE => Ok(plan),
+            _ => self.plan(abbrev),
+        }
+    }
+
+    /// [`Plans::get`] of a code not planned yet.
+    #[inline(never)]
+    fn plan(&mut self, abbrev: &gimli::Abbreviation) -> Result<Plan> {
+        let code = abbrev.code();
+        if code >= MAX_PLANNED_CODE {
+            self.scratch.clear();
+            return make(abbrev.attributes(), &mut self.scratch, true);
+        }
+        let code = code as usize;
+        if code >= self.by_code.len() {
+            self.by_code.try_reserve(code + 1 - self.by_code.len())?;
+            self.by_code.resize(code + 1, None);
+        }
+        let plan = make(abbrev.attributes(), &mut self.steps, false)?;
+        self.by_code[code] = Some(plan);
+        Ok(plan)
+    }
+
+    /// Read the attributes `specs` of the DIE at `raw` as `plan` says, into `values` (with
+    /// room for [`WANTED`] more reserved by the caller): what [`super::walk::Attrs::read`]
+    /// reads. Returns
+    /// which are present.
+    pub(super) fn read<'a>(
+        &self,
+        plan: Plan,
+        raw: &mut gimli::EntriesRaw<'_, '_, super::Reader<'a>>,
+        specs: &[gimli::AttributeSpecification],
+        values: &mut Vec<super::Value<'a>>,
+    ) -> gimli::Result<u16> {
+        let steps = if plan.scratch {
+            &self.scratch
+        } else {
+            &self.steps
+        };
+        let first = values.len();
+        let steps = steps
+            .get(plan.first as usize..(plan.first + plan.len) as usize)
+            .unwrap_or(&[]);
+        for &step in steps {
+            match step {
+                Step::Skip { from, to } => {
+                    raw.skip_attributes(specs.get(from as usize..to as usize).unwrap_or(&[]))?
+                }
+                Step::Read { spec, at } => {
+                    let Some(&spec) = specs.get(spec as usize) else {
+                        continue;
+                    };
+                    // Read in place, as `Attrs::read` does (a move of the result waited for
+                    // its stores).
+                    let read = raw.read_attribute(spec);
+                    let attr = match &read {
+                        Ok(attr) => attr,
+                        Err(e) => return Err(*e),
+                    };
+                    let at = first + usize::from(at);
+                    // Always true with the room reserved: a value is never allocated for here.
+                    if values.len() < values.capacity() && at <= values.len() {
+                        values.insert(at, attr.raw_value());
+                    }
+                }
+                Step::Append { spec } => {
+                    let Some(&spec) = specs.get(spec as usize) else {
+                        continue;
+                    };
+                    let read = raw.read_attribute(spec);
+                    let attr = match &read {
+                        Ok(attr) => attr,
+                        Err(e) => return Err(*e),
+                    };
+                    if values.len() < values.capacity() {
+                        values.push(attr.raw_value());
+                    }
+                }
+            }
+        }
+        Ok(plan.present)
+    }
+}
+
+/// The plan of an abbreviation with attribute specifications `specs`, its steps appended to
+/// `steps`.
+fn make(
+    specs: &[gimli::AttributeSpecification],
+    steps: &mut Vec<Step>,
+    scratch: bool,
+) -> Result<Plan> {
+    let first = u32::try_from(steps.len()).map_err(|_| crate::error::Error::OutOfMemory)?;
+    let mut present = 0u16;
+    let mut reads = 0u8;
+    let mut skip_from = None;
+    for (i, spec) in specs.iter().enumerate() {
+        let i = u32::try_from(i).map_err(|_| crate::error::Error::OutOfMemory)?;
+        // The first attribute of each name is read, as gimli's `attr_value` finds it.
+        let slot = wanted(spec.name()).filter(|&slot| present & (1 << slot) == 0);
+        let Some(slot) = slot else {
+            skip_from.get_or_insert(i);
+            continue;
+        };
+        if let Some(from) = skip_from.take() {
+            fallible::push(steps, Step::Skip { from, to: i })?;
+        }
+        let bit = 1u16 << slot;
+        // Among the values read before it, those of the attributes before it in `A`'s order.
+        let at = (present & (bit - 1)).count_ones() as u8;
+        present |= bit;
+        let step = if at == reads {
+            Step::Append { spec: i }
+        } else {
+            Step::Read { spec: i, at }
+        };
+        reads += 1;
+        fallible::push(steps, step)?;
+    }
+    if let Some(from) = skip_from {
+        let to = u32::try_from(specs.len()).map_err(|_| crate::error::Error::OutOfMemory)?;
+        fallible::push(steps, Step::Skip { from, to })?;
+    }
+    const _: () = assert!(WANTED <= 16);
+    let len = steps.len() as u32 - first;
+    Ok(Plan {
+        first,
+        len,
+        present,
+        scratch,
+        signed: specs.iter().any(|s| s.name() == dw::DW_AT_signature),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gimli::{AttributeSpecification, DwAt, DwForm};
+
+    /// The plan reads the first of each wanted name, skips the rest in runs, and puts each
+    /// value where `Attrs::read` would.
+    #[test]
+    fn plans_read_the_first_of_each_wanted_name_in_a_order() {
+        let spec = |name: DwAt, form: DwForm| AttributeSpecification::new(name, form, None);
+        let specs = [
+            spec(dw::DW_AT_type, dw::DW_FORM_ref4),
+            spec(dw::DW_AT_decl_file, dw::DW_FORM_data1),
+            spec(dw::DW_AT_decl_line, dw::DW_FORM_data1),
+            spec(dw::DW_AT_name, dw::DW_FORM_strp),
+            spec(dw::DW_AT_type, dw::DW_FORM_ref4),
+            spec(dw::DW_AT_signature, dw::DW_FORM_ref_sig8),
+        ];
+        let mut steps = Vec::new();
+        let plan = make(&specs, &mut steps, false).unwrap();
+        assert!(plan.signed);
+        assert_eq!(plan.len as usize, steps.len());
+        let shape: Vec<(char, u32, u32)> = steps
+            .iter()
+            .map(|s| match *s {
+                Step::Skip { from, to } => ('s', from, to),
+                Step::Read { spec, at } => ('r', spec, u32::from(at)),
+                Step::Append { spec } => ('a', spec, 0),
+            })
+            .collect();
+        // Type read first (appended), the decl pair skipped, the name read before it (at 0),
+        // the second type skipped, the signature read after both (appended).
+        assert_eq!(
+            shape,
+            [
+                ('a', 0, 0),
+                ('s', 1, 3),
+                ('r', 3, 0),
+                ('s', 4, 5),
+                ('a', 5, 0)
+            ]
+        );
+        assert_eq!(plan.present, 1 << 0 | 1 << 1 | 1 << 13);
+    }
+}
