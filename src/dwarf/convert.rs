@@ -37,7 +37,8 @@ use gimli::{
     AttributeValue, DwTag, EndianSlice, RunTimeEndian, Section, UnitOffset, constants as dw,
 };
 use hashbrown::HashMap;
-use walk::{A, Attrs};
+use plan::A;
+use walk::Attrs;
 
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 type Die<'abbrev, 'unit, 'a> = gimli::DebuggingInformationEntry<'abbrev, 'unit, Reader<'a>>;

@@ -1,15 +1,57 @@
 //! How the walk reads the attributes of the DIEs of each abbreviation, worked out once per
 //! abbreviation of a unit ([`Plans`]) instead of for each of a kernel's 11 million kept DIEs:
 //! which runs of attributes to skip, which to read, and where each value read goes among the
-//! DIE's [`super::walk::Attrs`] values. The values, the attributes kept and the errors are
-//! those of [`super::walk::Attrs::read`], which reads without a plan (the first pass, and abbreviation codes past
-//! [`MAX_PLANNED_CODE`]).
+//! DIE's values. The values, the attributes kept and the errors are those of the walk's
+//! `Attrs::read`, which the first pass uses (it reads a few DIEs' attributes); this file also
+//! names the attributes read ([`A`]).
 
-use super::walk::{WANTED, wanted};
 use crate::error::Result;
 use crate::fallible;
 use alloc::vec::Vec;
-use gimli::constants as dw;
+use gimli::{DwAt, constants as dw};
+
+/// The attributes the records read, in the order the walk's `Attrs` keeps their values.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum A {
+    Name,
+    Type,
+    ByteSize,
+    BitSize,
+    DataBitOffset,
+    BitOffset,
+    MemberLocation,
+    Encoding,
+    UpperBound,
+    Count,
+    ConstValue,
+    Declaration,
+    External,
+    Signature,
+}
+
+/// How many attributes the records read.
+pub(super) const WANTED: usize = 14;
+
+/// Where attribute `name` goes among a DIE's values (`None`: not read).
+pub(super) fn wanted(name: DwAt) -> Option<usize> {
+    Some(match name {
+        dw::DW_AT_name => A::Name,
+        dw::DW_AT_type => A::Type,
+        dw::DW_AT_byte_size => A::ByteSize,
+        dw::DW_AT_bit_size => A::BitSize,
+        dw::DW_AT_data_bit_offset => A::DataBitOffset,
+        dw::DW_AT_bit_offset => A::BitOffset,
+        dw::DW_AT_data_member_location => A::MemberLocation,
+        dw::DW_AT_encoding => A::Encoding,
+        dw::DW_AT_upper_bound => A::UpperBound,
+        dw::DW_AT_count => A::Count,
+        dw::DW_AT_const_value => A::ConstValue,
+        dw::DW_AT_declaration => A::Declaration,
+        dw::DW_AT_external => A::External,
+        dw::DW_AT_signature => A::Signature,
+        _ => return None,
+    } as usize)
+}
 
 /// Abbreviation codes below this have their plan kept for the rest of the unit (gcc numbers
 /// a unit's from 1, a few hundred at most); a larger one is planned again at each DIE.
@@ -21,7 +63,7 @@ enum Step {
     /// Skip specifications `from..to`.
     Skip { from: u32, to: u32 },
     /// Read specification `spec`, and insert its value at `at` among the values read so far
-    /// (the values are kept in [`super::walk::A`]'s order).
+    /// (the values are kept in [`A`]'s order).
     Read { spec: u32, at: u8 },
     /// Read specification `spec`, its value after those read so far (what most abbreviations
     /// have: their wanted attributes in `A`'s order).
@@ -86,7 +128,7 @@ impl Plans {
     }
 
     /// Read the attributes `specs` of the DIE at `raw` as `plan` says, into `values` (with
-    /// room for [`WANTED`] more reserved by the caller): what [`super::walk::Attrs::read`]
+    /// room for [`WANTED`] more reserved by the caller): what the walk's `Attrs::read`
     /// reads. Returns
     /// which are present.
     pub(super) fn read<'a>(

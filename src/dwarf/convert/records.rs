@@ -4,7 +4,8 @@
 //! `DECL_TAG`s for each function pahole encodes, as pahole 1.24's `btf_encoder.c` writes
 //! them. The ids are the first pass's, in `convert`; this file only fills their slots.
 
-use super::walk::{A, Attrs, Job, Nodes, children};
+use super::plan::A;
+use super::walk::{Attrs, Job, Nodes, children};
 use super::{
     At, DW_TAG_LLVM_ANNOTATION, INT_BOOL, INT_SIGNED, Input, MAX_ARRAY_DIMENSIONS, Output, Target,
     gimli_reason, numeric, plus_uconst,

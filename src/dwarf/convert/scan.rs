@@ -243,7 +243,7 @@ impl<'a> Input<'a> {
                 is_type_tag(tag).then_some(None)
             } else {
                 values.clear();
-                values.try_reserve(walk::WANTED)?;
+                values.try_reserve(super::plan::WANTED)?;
                 let present = Attrs::read(&mut raw, specs, &mut values)
                     .map_err(|e| at.err(gimli_reason(e)))?;
                 let attrs = Attrs::new(present, &values);

@@ -7,6 +7,7 @@
 //! is walked, in DFS order (the order the records, extra records and names are written in),
 //! so that one thread can walk the next unit meanwhile.
 
+use super::plan::{A, WANTED, wanted};
 use super::{
     ALIAS, At, DW_TAG_LLVM_ANNOTATION, EXTRA_BASE, Input, Output, Target, UnitSlots, gimli_reason,
     is_type_tag, next_die,
@@ -14,51 +15,9 @@ use super::{
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
-use gimli::{AttributeValue, DwAt, DwTag, UnitOffset, constants as dw};
+use gimli::{AttributeValue, DwTag, UnitOffset, constants as dw};
 
 type Value<'a> = AttributeValue<super::Reader<'a>>;
-
-/// The attributes the records read, in [`Attrs`]' order.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum A {
-    Name,
-    Type,
-    ByteSize,
-    BitSize,
-    DataBitOffset,
-    BitOffset,
-    MemberLocation,
-    Encoding,
-    UpperBound,
-    Count,
-    ConstValue,
-    Declaration,
-    External,
-    Signature,
-}
-
-pub(super) const WANTED: usize = 14;
-
-/// Where attribute `name` goes in [`Attrs`].
-pub(super) fn wanted(name: DwAt) -> Option<usize> {
-    Some(match name {
-        dw::DW_AT_name => A::Name,
-        dw::DW_AT_type => A::Type,
-        dw::DW_AT_byte_size => A::ByteSize,
-        dw::DW_AT_bit_size => A::BitSize,
-        dw::DW_AT_data_bit_offset => A::DataBitOffset,
-        dw::DW_AT_bit_offset => A::BitOffset,
-        dw::DW_AT_data_member_location => A::MemberLocation,
-        dw::DW_AT_encoding => A::Encoding,
-        dw::DW_AT_upper_bound => A::UpperBound,
-        dw::DW_AT_count => A::Count,
-        dw::DW_AT_const_value => A::ConstValue,
-        dw::DW_AT_declaration => A::Declaration,
-        dw::DW_AT_external => A::External,
-        dw::DW_AT_signature => A::Signature,
-        _ => return None,
-    } as usize)
-}
 
 /// A DIE's attributes the records read, each the first of its name as gimli's `attr_value`
 /// finds it: which are present (bit `A as usize`), and their values in [`A`]'s order. The
