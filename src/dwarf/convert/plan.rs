@@ -129,8 +129,7 @@ impl Plans {
 
     /// Read the attributes `specs` of the DIE at `raw` as `plan` says, into `values` (with
     /// room for [`WANTED`] more reserved by the caller): what the walk's `Attrs::read`
-    /// reads. Returns
-    /// which are present.
+    /// reads. Returns which are present.
     pub(super) fn read<'a>(
         &self,
         plan: Plan,
@@ -156,35 +155,39 @@ impl Plans {
                     let Some(&spec) = specs.get(spec as usize) else {
                         continue;
                     };
-                    // Read in place, as `Attrs::read` does (a move of the result waited for
-                    // its stores).
-                    let read = raw.read_attribute(spec);
-                    let attr = match &read {
-                        Ok(attr) => attr,
-                        Err(e) => return Err(*e),
-                    };
+                    let value = raw_value(raw, spec)?;
                     let at = first + usize::from(at);
                     // Always true with the room reserved: a value is never allocated for here.
                     if values.len() < values.capacity() && at <= values.len() {
-                        values.insert(at, attr.raw_value());
+                        values.insert(at, value);
                     }
                 }
                 Step::Append { spec } => {
                     let Some(&spec) = specs.get(spec as usize) else {
                         continue;
                     };
-                    let read = raw.read_attribute(spec);
-                    let attr = match &read {
-                        Ok(attr) => attr,
-                        Err(e) => return Err(*e),
-                    };
+                    let value = raw_value(raw, spec)?;
                     if values.len() < values.capacity() {
-                        values.push(attr.raw_value());
+                        values.push(value);
                     }
                 }
             }
         }
         Ok(plan.present)
+    }
+}
+
+/// The raw value of the attribute `spec` next at `raw`, read in place, as `Attrs::read`
+/// reads it (a move of gimli's result waited for its stores).
+#[inline(always)]
+fn raw_value<'a>(
+    raw: &mut gimli::EntriesRaw<'_, '_, super::Reader<'a>>,
+    spec: gimli::AttributeSpecification,
+) -> gimli::Result<super::Value<'a>> {
+    let read = raw.read_attribute(spec);
+    match &read {
+        Ok(attr) => Ok(attr.raw_value()),
+        Err(e) => Err(*e),
     }
 }
 
