@@ -20,7 +20,9 @@
 //! one before. The ids, records, names and errors are those of one thread, in the same order.
 //!
 //! This file holds the input (units, references, attributes); `scan` is the first pass,
-//! `walk` the converting pass's walk, and `records` writes each DIE's record.
+//! `walk` the converting pass's walk, `plan` how the walk reads each abbreviation's
+//! attributes (and which attributes the records read), and `records` writes each DIE's
+//! record.
 
 mod plan;
 mod records;
