@@ -262,8 +262,10 @@ struct Output<'a, 'w> {
     /// pass).
     extra_limit: u32,
     index_type: Option<u32>,
-    /// The function symbols, and whether a `FUNC` was emitted for each.
-    functions: Vec<(&'a [u8], bool)>,
+    /// The function symbols, and whether a `FUNC` was emitted for each: looked up for each
+    /// of a kernel's quarter million subprograms (a binary search over the sorted names was
+    /// a few percent of `encode`'s records thread, comparing strings).
+    functions: HashMap<&'a [u8], bool>,
     /// The name offset of each `.debug_str` offset interned (4-byte keys: half the table of
     /// 8-byte ones, read at random for each of a kernel's millions of names).
     names: HashMap<u32, u32>,
@@ -310,8 +312,12 @@ impl<'a, 'w> Converter<'a, 'w> {
             // An `Arc`, which cannot fail: counted, not refused.
             crate::budget::count_only(|| dwarf.set_sup(sup));
         }
-        let mut functions = fallible::vec_with_capacity(sections.functions.len())?;
-        functions.extend(sections.functions.iter().map(|&f| (f, false)));
+        // Read only where functions are converted.
+        let mut functions = HashMap::new();
+        if options.functions {
+            functions.try_reserve(sections.functions.len())?;
+            functions.extend(sections.functions.iter().map(|&f| (f, false)));
+        }
         let mut input = Input {
             dwarf,
             units: Vec::new(),

@@ -26,7 +26,7 @@ pub struct Sections<'a> {
     sections: Vec<(gimli::SectionId, Bytes<'a>)>,
     /// The ELF file's byte order.
     pub endian: gimli::RunTimeEndian,
-    /// Names of the `STT_FUNC` symbols of `.symtab`, sorted and deduplicated: pahole emits a
+    /// Names of the `STT_FUNC` symbols of `.symtab` (a name may repeat): pahole emits a
     /// `FUNC` only for a function the symbol table names.
     pub functions: Vec<&'a [u8]>,
 }
@@ -76,8 +76,6 @@ impl<'a> Sections<'a> {
                 _ => {}
             }
         }
-        functions.sort_unstable();
-        functions.dedup();
         Ok(Sections {
             sections,
             endian,

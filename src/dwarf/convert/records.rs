@@ -501,8 +501,8 @@ impl<'a> Input<'a> {
                 return Ok(());
             }
         } else {
-            match out.functions.binary_search_by_key(&name, |&(n, _)| n) {
-                Ok(i) if !out.functions[i].1 => out.functions[i].1 = true,
+            match out.functions.get_mut(name) {
+                Some(emitted) if !*emitted => *emitted = true,
                 _ => return Ok(()),
             }
         }
