@@ -1,9 +1,13 @@
 //! How the walk reads the attributes of the DIEs of each abbreviation, worked out once per
 //! abbreviation of a unit ([`Plans`]) instead of for each of a kernel's 11 million kept DIEs:
 //! which runs of attributes to skip, which to read, and where each value read goes among the
-//! DIE's values. The values, the attributes kept and the errors are those of the walk's
-//! `Attrs::read`, which the first pass uses (it reads a few DIEs' attributes); this file also
-//! names the attributes read ([`A`]).
+//! DIE's values, kept in [`A`]'s order (the walk's `Attrs` reads them). Both passes read
+//! attributes through it.
+//!
+//! Each DIE's values are gimli's `raw_value`s (the form's), not normalized by attribute name
+//! as `value` does, which cost a kernel's walk a tenth of its time: the records read
+//! constants of any form, and take a member location's block as the expression `value` would
+//! make it.
 
 use crate::error::Result;
 use crate::fallible;
@@ -33,7 +37,7 @@ pub(super) enum A {
 pub(super) const WANTED: usize = 14;
 
 /// Where attribute `name` goes among a DIE's values (`None`: not read).
-pub(super) fn wanted(name: DwAt) -> Option<usize> {
+fn wanted(name: DwAt) -> Option<usize> {
     Some(match name {
         dw::DW_AT_name => A::Name,
         dw::DW_AT_type => A::Type,
@@ -63,11 +67,9 @@ enum Step {
     /// Skip specifications `from..to`.
     Skip { from: u32, to: u32 },
     /// Read specification `spec`, and insert its value at `at` among the values read so far
-    /// (the values are kept in [`A`]'s order).
+    /// (the values are kept in [`A`]'s order; most abbreviations have their wanted
+    /// attributes in that order, and each value goes after the others).
     Read { spec: u32, at: u8 },
-    /// Read specification `spec`, its value after those read so far (what most abbreviations
-    /// have: their wanted attributes in `A`'s order).
-    Append { spec: u32 },
 }
 
 /// The plan of one abbreviation: its steps in [`Plans`], which attributes its DIEs have, and
@@ -128,8 +130,9 @@ impl Plans {
     }
 
     /// Read the attributes `specs` of the DIE at `raw` as `plan` says, into `values` (with
-    /// room for [`WANTED`] more reserved by the caller): what the walk's `Attrs::read`
-    /// reads. Returns which are present.
+    /// room for [`WANTED`] more reserved by the caller, so that nothing is allocated here):
+    /// the first of each name that [`wanted`] names, as gimli's `attr_value` finds it.
+    /// Returns which are present.
     pub(super) fn read<'a>(
         &self,
         plan: Plan,
@@ -162,23 +165,15 @@ impl Plans {
                         values.insert(at, value);
                     }
                 }
-                Step::Append { spec } => {
-                    let Some(&spec) = specs.get(spec as usize) else {
-                        continue;
-                    };
-                    let value = raw_value(raw, spec)?;
-                    if values.len() < values.capacity() {
-                        values.push(value);
-                    }
-                }
             }
         }
         Ok(plan.present)
     }
 }
 
-/// The raw value of the attribute `spec` next at `raw`, read in place, as `Attrs::read`
-/// reads it (a move of gimli's result waited for its stores).
+/// The raw value of the attribute `spec` next at `raw`, read in place: not moved out of
+/// gimli's result by `?`, a copy with wider loads than the stores that had just written it
+/// field by field, which waited for them to reach memory (a kernel's `encode`: 7% less CPU).
 #[inline(always)]
 fn raw_value<'a>(
     raw: &mut gimli::EntriesRaw<'_, '_, super::Reader<'a>>,
@@ -200,7 +195,6 @@ fn make(
 ) -> Result<Plan> {
     let first = u32::try_from(steps.len()).map_err(|_| crate::error::Error::OutOfMemory)?;
     let mut present = 0u16;
-    let mut reads = 0u8;
     let mut skip_from = None;
     for (i, spec) in specs.iter().enumerate() {
         let i = u32::try_from(i).map_err(|_| crate::error::Error::OutOfMemory)?;
@@ -217,13 +211,7 @@ fn make(
         // Among the values read before it, those of the attributes before it in `A`'s order.
         let at = (present & (bit - 1)).count_ones() as u8;
         present |= bit;
-        let step = if at == reads {
-            Step::Append { spec: i }
-        } else {
-            Step::Read { spec: i, at }
-        };
-        reads += 1;
-        fallible::push(steps, step)?;
+        fallible::push(steps, Step::Read { spec: i, at })?;
     }
     if let Some(from) = skip_from {
         let to = u32::try_from(specs.len()).map_err(|_| crate::error::Error::OutOfMemory)?;
@@ -246,7 +234,7 @@ mod tests {
     use gimli::{AttributeSpecification, DwAt, DwForm};
 
     /// The plan reads the first of each wanted name, skips the rest in runs, and puts each
-    /// value where `Attrs::read` would.
+    /// value in `A`'s order.
     #[test]
     fn plans_read_the_first_of_each_wanted_name_in_a_order() {
         let spec = |name: DwAt, form: DwForm| AttributeSpecification::new(name, form, None);
@@ -267,19 +255,18 @@ mod tests {
             .map(|s| match *s {
                 Step::Skip { from, to } => ('s', from, to),
                 Step::Read { spec, at } => ('r', spec, u32::from(at)),
-                Step::Append { spec } => ('a', spec, 0),
             })
             .collect();
-        // Type read first (appended), the decl pair skipped, the name read before it (at 0),
-        // the second type skipped, the signature read after both (appended).
+        // Type read first (at 0), the decl pair skipped, the name read before it (at 0), the
+        // second type skipped, the signature read after both (at 2).
         assert_eq!(
             shape,
             [
-                ('a', 0, 0),
+                ('r', 0, 0),
                 ('s', 1, 3),
                 ('r', 3, 0),
                 ('s', 4, 5),
-                ('a', 5, 0)
+                ('r', 5, 2)
             ]
         );
         assert_eq!(plan.present, 1 << 0 | 1 << 1 | 1 << 13);

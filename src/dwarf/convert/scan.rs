@@ -6,6 +6,7 @@
 //! With two threads the halves of the units are scanned at once and numbered in unit order
 //! after: the same ids, and the same first error, as one thread.
 
+use super::plan::{Plans, WANTED};
 use super::{
     A, ALIAS, At, Attrs, DW_TAG_LLVM_ANNOTATION, Input, Reader, UnitSlots, gimli_reason,
     is_type_tag, next_die, walk,
@@ -222,6 +223,7 @@ impl<'a> Input<'a> {
         } = scanned;
         let mut parents: Vec<DwTag> = Vec::new();
         let mut values = Vec::new();
+        let mut plans = Plans::default();
         let mut raw = unit
             .entries_raw(None)
             .map_err(|e| at.err(gimli_reason(e)))?;
@@ -231,20 +233,21 @@ impl<'a> Input<'a> {
             let parent = parents.last().copied();
             let tag = abbrev.tag();
             let specs = abbrev.attributes();
-            let signed = specs.iter().any(|s| s.name() == dw::DW_AT_signature);
+            let plan = plans.get(abbrev)?;
             let annotation =
                 tag == DW_TAG_LLVM_ANNOTATION && parent == Some(dw::DW_TAG_pointer_type);
             if has_sup && specs.iter().any(|s| refers_to_sup(s.form(), data.in_sup)) {
                 self.sup_references(&raw, specs, data.in_sup, sup_refs, at)?;
             }
-            let slot = if !signed && !annotation && tag != dw::DW_TAG_atomic_type {
+            let slot = if !plan.signed && !annotation && tag != dw::DW_TAG_atomic_type {
                 raw.skip_attributes(specs)
                     .map_err(|e| at.err(gimli_reason(e)))?;
                 is_type_tag(tag).then_some(None)
             } else {
                 values.clear();
-                values.try_reserve(super::plan::WANTED)?;
-                let present = Attrs::read(&mut raw, specs, &mut values)
+                values.try_reserve(WANTED)?;
+                let present = plans
+                    .read(plan, &mut raw, specs, &mut values)
                     .map_err(|e| at.err(gimli_reason(e)))?;
                 let attrs = Attrs::new(present, &values);
                 if let Some(signature) = attrs.get(A::Signature) {

@@ -7,7 +7,7 @@
 //! is walked, in DFS order (the order the records, extra records and names are written in),
 //! so that one thread can walk the next unit meanwhile.
 
-use super::plan::{A, WANTED, wanted};
+use super::plan::{A, WANTED};
 use super::{
     ALIAS, At, DW_TAG_LLVM_ANNOTATION, EXTRA_BASE, Input, Output, Target, UnitSlots, gimli_reason,
     is_type_tag, next_die,
@@ -20,10 +20,8 @@ use gimli::{AttributeValue, DwTag, UnitOffset, constants as dw};
 type Value<'a> = AttributeValue<super::Reader<'a>>;
 
 /// A DIE's attributes the records read, each the first of its name as gimli's `attr_value`
-/// finds it: which are present (bit `A as usize`), and their values in [`A`]'s order. The
-/// values are the forms' (gimli's `raw_value`), not normalized by attribute name as `value`
-/// does, which cost a kernel's walk a tenth of its time: the records read constants of any
-/// form, and take a member location's block as the expression `value` would make it.
+/// finds it: which are present (bit `A as usize`), and their raw values in [`A`]'s order, as
+/// [`super::plan::Plans::read`] reads them.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Attrs<'n, 'a> {
     present: u16,
@@ -31,51 +29,7 @@ pub(super) struct Attrs<'n, 'a> {
 }
 
 impl<'n, 'a> Attrs<'n, 'a> {
-    /// Read the attributes `specs` of the DIE at `raw` into `values`, skipping the ones not
-    /// wanted: appended in [`A`]'s order, with room for [`WANTED`] more reserved by the
-    /// caller (so that nothing is allocated here). Returns which are present.
-    pub(super) fn read(
-        raw: &mut gimli::EntriesRaw<'_, '_, super::Reader<'a>>,
-        specs: &[gimli::AttributeSpecification],
-        values: &mut Vec<Value<'a>>,
-    ) -> gimli::Result<u16> {
-        let first = values.len();
-        let mut present = 0u16;
-        let mut skipped = 0;
-        for (i, spec) in specs.iter().enumerate() {
-            let Some(slot) = wanted(spec.name()) else {
-                continue;
-            };
-            // Most runs between two wanted attributes are empty: no call for those.
-            if skipped < i {
-                raw.skip_attributes(&specs[skipped..i])?;
-            }
-            skipped = i + 1;
-            // Read in place, not moved out by `?`: the move copied gimli's result, just
-            // written field by field, with wider loads, and each waited for the stores to
-            // reach memory (store forwarding fails). A kernel's encode: 7% less CPU.
-            let read = raw.read_attribute(*spec);
-            let attr = match &read {
-                Ok(attr) => attr,
-                Err(e) => return Err(*e),
-            };
-            let bit = 1u16 << slot;
-            if present & bit == 0 {
-                let at = first + (present & (bit - 1)).count_ones() as usize;
-                // Always true with the room reserved: a value is never allocated for here.
-                if values.len() < values.capacity() && at <= values.len() {
-                    values.insert(at, attr.raw_value());
-                    present |= bit;
-                }
-            }
-        }
-        if skipped < specs.len() {
-            raw.skip_attributes(&specs[skipped..])?;
-        }
-        Ok(present)
-    }
-
-    /// The attributes `present` of [`Attrs::read`] read into `values`.
+    /// The attributes `present` that [`super::plan::Plans::read`] read into `values`.
     pub(super) fn new(present: u16, values: &'n [Value<'a>]) -> Attrs<'n, 'a> {
         Attrs { present, values }
     }
