@@ -325,7 +325,7 @@ pub(crate) struct Hypot {
 
 impl Hypot {
     /// An empty map over `len` ids.
-    pub(crate) fn new(len: usize) -> Result<Hypot> {
+    fn new(len: usize) -> Result<Hypot> {
         let mut map = crate::fallible::vec_with_capacity(len)?;
         map.resize(len, UNPROCESSED);
         Ok(Hypot {
@@ -380,6 +380,8 @@ pub(crate) struct PhaseTables {
 impl PhaseTables {
     /// The tables for `len` types, of which the first `base_len` (a split BTF's base) are
     /// canonical already, and `void` (id 0) in any case; with an [`EnumIndex`] if `enums`.
+    /// The struct phase's hypothetical map is allocated by
+    /// [`PhaseTables::begin_struct_phase`].
     pub(crate) fn new(len: usize, base_len: u32, enums: bool) -> Result<PhaseTables> {
         let mut map = crate::fallible::vec_with_capacity(len)?;
         map.extend(0..base_len.max(1).min(len as u32));
@@ -387,10 +389,19 @@ impl PhaseTables {
         Ok(PhaseTables {
             base_len,
             map,
-            hypot: Hypot::new(len)?,
+            hypot: Hypot::default(),
             candidates: Candidates::default(),
             enums: enums.then(EnumIndex::default),
         })
+    }
+
+    /// The struct phase's hypothetical map, one entry per type: allocated only when the
+    /// phase begins, so that what a deduplication needs before it is gone by then.
+    pub(crate) fn begin_struct_phase(&mut self) -> Result<()> {
+        if self.hypot.map.len() != self.map.len() {
+            self.hypot = Hypot::new(self.map.len())?;
+        }
+        Ok(())
     }
 }
 

@@ -380,6 +380,8 @@ impl<'a, 'w> Converter<'a, 'w> {
         input.release_sections();
         if input.one_pass {
             input.settle_ids(&mut out)?;
+            let end = out.first_extra;
+            fallible::push(&mut out.types.units, end)?;
         }
         let Output {
             mut types, extra, ..

@@ -179,7 +179,7 @@ pub fn to_btf_with(data: &[u8], sup: Option<&[u8]>, options: &Options<'_>) -> Re
     let mut types =
         convert::Converter::new(&sections, sup.as_ref(), &mut writer, options)?.convert()?;
     (options.progress)(Progress::Deduplicating);
-    dedup::dedup(&mut types, &mut writer)?;
+    dedup::dedup(&mut types, &mut writer, options.threads)?;
     // Every unit's records, most of the peak: gone before the output is laid out and checked.
     drop(types);
     let btf = writer.finish()?;
@@ -272,6 +272,9 @@ impl Record {
 struct Types {
     records: Vec<Record>,
     words: Vec<u32>,
+    /// Converting in one pass: the first id of each unit's records, then the first extra
+    /// record's id (empty otherwise); what [`dedup`]'s shapes read a unit by.
+    units: Vec<u32>,
 }
 
 impl Types {
@@ -287,6 +290,7 @@ impl Types {
         Types {
             records: Vec::new(),
             words: Vec::new(),
+            units: Vec::new(),
         }
     }
 

@@ -512,6 +512,7 @@ impl<'a> Input<'a> {
                 .filter(|&end| end <= EXTRA_BASE)
                 .ok_or_else(crate::dwarf::too_many_records)?;
             out.types.fill(end)?;
+            fallible::push(&mut out.types.units, base)?;
             out.next_id = end;
             for node in &mut nodes.list {
                 if let Job::Type(id) = &mut node.job {

@@ -2,10 +2,14 @@
 //! converted records: primitives by value, structs and unions by structural equivalence
 //! through a hypothetical map, forward declarations resolved to the one definition of their
 //! name, reference types by their (already deduplicated) targets; then the canonical types
-//! are written out in id order with their references remapped.
+//! are written out in id order with their references remapped. The struct phase maps the
+//! copies of a definition that every unit holds alike by their [`shapes`], without a walk
+//! each, where that gives what the walks give.
 //!
 //! Names are compared as string offsets: the writer interns every name once, so equal
 //! offsets are equal names, as after libbpf's own string deduplication.
+
+mod shapes;
 
 use super::Types;
 use crate::btf::dedup_table::{
@@ -19,18 +23,23 @@ use alloc::vec::Vec;
 // Record ids stay below the map's markers.
 const _: () = assert!(super::MAX_RECORD_ID < IN_PROGRESS);
 
-/// Deduplicate `types` and write the result into `writer` (whose strings it names).
-pub fn dedup(types: &mut Types, writer: &mut BtfWriter) -> Result<()> {
+/// Deduplicate `types` and write the result into `writer` (whose strings it names); the
+/// records' shapes made on two threads if `threads`.
+pub fn dedup(types: &mut Types, writer: &mut BtfWriter, threads: bool) -> Result<()> {
     let n = types.records.len();
     let mut d = Dedup {
         tables: PhaseTables::new(n, 0, true)?,
         types,
     };
-    for id in 1..n as u32 {
-        d.prim_type(id)?;
-    }
-    for id in 1..n as u32 {
-        d.struct_type(id)?;
+    d.prim_phase()?;
+    if d.struct_phase_by_shapes(threads)?.is_err() {
+        // Every struct walked, as libbpf walks them, from the start.
+        d.tables = PhaseTables::new(n, 0, true)?;
+        d.prim_phase()?;
+        d.tables.begin_struct_phase()?;
+        for id in 1..n as u32 {
+            d.struct_type(id)?;
+        }
     }
     d.resolve_fwds()?;
     for id in 1..n as u32 {
@@ -52,6 +61,13 @@ struct Dedup<'t> {
 }
 
 impl Dedup<'_> {
+    fn prim_phase(&mut self) -> Result<()> {
+        for id in 1..self.tables.map.len() as u32 {
+            self.prim_type(id)?;
+        }
+        Ok(())
+    }
+
     fn resolve(&self, id: u32) -> u32 {
         dedup_table::resolve(&self.tables.map, id)
     }

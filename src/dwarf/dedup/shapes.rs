@@ -1,0 +1,1150 @@
+//! The struct phase by shapes. A kernel's 1.07 million struct and union records are mostly
+//! copies of a few thousand header definitions, one per unit that includes them, and
+//! libbpf's struct phase proves each copy equivalent to the first by walking its type graph
+//! (282 thousand walks, 28.5 million visits: most of the deduplication's time). What the walk
+//! compares is a record's *shape*: its fields, with each reference replaced by the shape of
+//! what it refers to, except that a named struct, union, forward declaration or enum is
+//! known by its kind and name alone (the walk pairs a forward declaration with the full
+//! type of its name, and stops at types already mapped). Interned, a shape is an id, and
+//! where the copies of every named type that the walks can reach have one shape among
+//! them, the walks can only prove each struct equivalent to the first with its shape: that
+//! one is canonical, the others map to it, with no walk.
+//!
+//! libbpf's walk also fails where it pairs one type of the canonical side with two of the
+//! candidate's (its hypothetical map holds one partner each; libbpf forgives the pair only if
+//! the two are identical arrays or structs): that needs a unit holding two records of one
+//! shape. So the shapes map only, where the input is read in one pass (each unit's records a
+//! range of ids) and no record refers into another unit:
+//! - the structs and unions of *clean* units (no two records of one shape, but identical
+//!   arrays and structs), and the canonical forward declarations;
+//! - whose shape reaches no *ambiguous* named type: one whose full copies have different
+//!   shapes (distinct definitions that share a name: the walk proves each copy to its own),
+//!   or a struct and a union that share a name (which a forward declaration resolves to is
+//!   then the walks' choice).
+//!
+//! Every other struct and union (of the units that are not clean, or whose shape reaches an
+//! ambiguous name) goes through libbpf's walk, in id order, as before. The walks see the
+//! forward declarations resolved, as libbpf's walks of the mapped structs would mostly have
+//! left them; so that this cannot change what a walk proves, a unit holding two records of a
+//! named type the shapes map (a declaration beside a definition) leaves the input to the
+//! walks. If a walked struct of a mapped shape does not end mapped to the first of its shape
+//! (a walk the candidates' order made different, which a later struct's candidates would
+//! see), or the shapes cannot be made (a reference cycle without a name, a shape nested too
+//! deep, a type libbpf's walk rejects), the deduplication starts over and walks every struct,
+//! as libbpf does: the output is libbpf's either way. The shapes of the two halves of the
+//! units are made on two threads and joined. The conversion in two passes (type units, a
+//! supplementary file) always walks: the tests compare the two on every fixture, the fuzz
+//! targets on generated DWARF, and a unit test on generated units with each of these cases.
+
+use super::Dedup;
+use crate::btf::Kind;
+use crate::btf::dedup_table::{DedupPhases, DedupRecords, combine, spread};
+use crate::error::Result;
+use crate::fallible;
+use alloc::vec::Vec;
+use hashbrown::HashTable;
+
+/// A record's shape not made yet, and being made.
+const UNSET: u32 = u32::MAX;
+const BUSY: u32 = u32::MAX - 1;
+
+/// How deep the shapes of unnamed types may nest (a kernel's: a few levels).
+const MAX_NESTING: usize = 256;
+
+/// The first word of a shape's content: what kind of shape it is.
+const NAMED: u32 = 0;
+const PRIMITIVE: u32 = 1;
+const VOID: u32 = 2;
+/// Any other shape's first word is this plus its record's kind.
+const STRUCTURAL: u32 = 16;
+
+/// A named struct's or forward declaration's class (its kind flag), and an enum's (by kind).
+const STRUCT_CLASS: u32 = 1;
+const UNION_CLASS: u32 = 2;
+
+/// The shortcut does not apply to this input (or a struct's walk went otherwise than its
+/// shape said): the struct phase walks every struct.
+pub(super) struct Unsettled;
+
+/// Shapes interned: each a run of words, known by its index.
+#[derive(Default)]
+struct Interner {
+    /// (hash, shape) for each shape.
+    table: HashTable<(u64, u32)>,
+    /// Where each shape's words start in `words`; one more entry than shapes.
+    starts: Vec<u32>,
+    words: Vec<u32>,
+}
+
+impl Interner {
+    fn new() -> Result<Interner> {
+        let mut interner = Interner::default();
+        fallible::push(&mut interner.starts, 0)?;
+        Ok(interner)
+    }
+
+    fn hash(content: &[u32]) -> u64 {
+        spread(content.iter().fold(0, |h, &w| combine(h, w)))
+    }
+
+    fn content(&self, shape: u32) -> &[u32] {
+        let at = shape as usize;
+        match (self.starts.get(at), self.starts.get(at + 1)) {
+            (Some(&start), Some(&end)) => self.words.get(start as usize..end as usize),
+            _ => None,
+        }
+        .unwrap_or(&[])
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// The shape with `content`, if it was interned.
+    fn find(&self, content: &[u32]) -> Option<u32> {
+        let h = Interner::hash(content);
+        self.table
+            .find(h, |&(hash, shape)| {
+                hash == h && self.content(shape) == content
+            })
+            .map(|&(_, shape)| shape)
+    }
+
+    /// The shape with `content`, interned if it is new; whether it is.
+    fn intern(&mut self, content: &[u32]) -> Result<(u32, bool)> {
+        let h = Interner::hash(content);
+        let Interner {
+            table,
+            starts,
+            words,
+        } = self;
+        let same = |&(hash, shape): &(u64, u32)| {
+            hash == h && {
+                let (start, end) = (starts[shape as usize], starts[shape as usize + 1]);
+                &words[start as usize..end as usize] == content
+            }
+        };
+        if let Some(&(_, shape)) = table.find(h, same) {
+            return Ok((shape, false));
+        }
+        let shape = u32::try_from(starts.len() - 1)
+            .ok()
+            .filter(|&s| s < BUSY)
+            .ok_or(crate::error::Error::OutOfMemory)?;
+        table.try_reserve(1, |&(hash, _)| hash)?;
+        fallible::extend(words, content)?;
+        let end = u32::try_from(words.len()).map_err(|_| crate::error::Error::OutOfMemory)?;
+        fallible::push(starts, end)?;
+        table.insert_unique(h, (h, shape), |&(hash, _)| hash);
+        Ok((shape, true))
+    }
+
+    /// The shapes `shape`'s content refers to.
+    fn children(&self, shape: u32) -> impl Iterator<Item = u32> + '_ {
+        let content = self.content(shape);
+        child_positions(content).filter_map(|at| content.get(at).copied())
+    }
+}
+
+/// Where a shape's content holds the shapes it refers to: after a structural shape's tag,
+/// name and info, a reference's target; an array's size, element and index; a struct's size,
+/// then each member's name, shape and offset; a prototype's return, then each parameter's
+/// name and shape.
+fn child_positions(content: &[u32]) -> impl Iterator<Item = usize> + use<> {
+    let kind = content
+        .first()
+        .and_then(|&tag| tag.checked_sub(STRUCTURAL))
+        .and_then(Kind::from_raw);
+    let (fixed, run): (&[usize], Option<(usize, usize)>) = match kind {
+        Some(Kind::Array) => (&[4, 5], None),
+        Some(Kind::Struct | Kind::Union) => (&[], Some((5, 3))),
+        Some(Kind::FuncProto) => (&[3], Some((5, 2))),
+        Some(_) => (&[3], None),
+        None => (&[], None),
+    };
+    let len = content.len();
+    let runs = run
+        .into_iter()
+        .flat_map(move |(first, stride)| (first..len).step_by(stride));
+    fixed
+        .iter()
+        .copied()
+        .filter(move |&at| at < len)
+        .chain(runs)
+}
+
+/// What the pass over the records learns of each shape.
+#[derive(Clone, Copy)]
+struct ShapeInfo {
+    /// Its first full struct, union or enum record (UNSET: none).
+    first_full: u32,
+    /// A named type's: the structural shape of its first full record (UNSET: none yet).
+    definition: u32,
+    /// Its last record so far, and that record's unit (to find a unit's second record of it).
+    last: u32,
+    last_unit: u32,
+    /// Its full copies have different shapes, or a struct and a union share its name.
+    ambiguous: bool,
+}
+
+const NO_INFO: ShapeInfo = ShapeInfo {
+    first_full: UNSET,
+    definition: UNSET,
+    last: UNSET,
+    last_unit: UNSET,
+    ambiguous: false,
+};
+
+type Made = core::result::Result<u32, Unsettled>;
+
+/// The shapes of the records of a run of units (one of two halves, made on two threads).
+struct Shapes<'d, 't, 'o> {
+    d: &'d Dedup<'t>,
+    /// The records' shapes (or [`UNSET`]): record `base + i`'s at `of[i]`.
+    of: &'o mut [u32],
+    base: u32,
+    interner: Interner,
+    info: Vec<ShapeInfo>,
+    /// The content of the shape being made (only the innermost at a time).
+    scratch: Vec<u32>,
+    /// Named structs and unions of which a unit has two records that are not identical.
+    named_twins: Vec<u32>,
+    /// Per unit, whether it is not clean (two records of one shape, not identical).
+    dirty: Vec<bool>,
+}
+
+impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
+    fn new(d: &'d Dedup<'t>, of: &'o mut [u32], base: u32) -> Result<Shapes<'d, 't, 'o>> {
+        Ok(Shapes {
+            d,
+            of,
+            base,
+            interner: Interner::new()?,
+            info: Vec::new(),
+            scratch: Vec::new(),
+            named_twins: Vec::new(),
+            dirty: Vec::new(),
+        })
+    }
+
+    /// Intern `scratch`, with room for what is learned of a new shape.
+    fn intern_scratch(&mut self) -> Result<u32> {
+        let (shape, new) = self.interner.intern(&self.scratch)?;
+        if new {
+            fallible::push(&mut self.info, NO_INFO)?;
+        }
+        Ok(shape)
+    }
+
+    fn intern_words(&mut self, words: &[u32]) -> Result<u32> {
+        self.scratch.clear();
+        fallible::extend(&mut self.scratch, words)?;
+        self.intern_scratch()
+    }
+
+    /// The shape of record `id`, made (with what it refers to) if it is not yet.
+    fn shape(&mut self, id: u32, depth: usize) -> Result<Made> {
+        let slot = id.checked_sub(self.base).map(|i| i as usize);
+        let known = slot.and_then(|i| self.of.get(i)).copied();
+        match known {
+            Some(UNSET) => {}
+            Some(BUSY) => return Ok(Err(Unsettled)),
+            Some(shape) => return Ok(Ok(shape)),
+            None => return self.outside(id),
+        }
+        let r = self.d.record(id);
+        let slot = slot.unwrap_or(0);
+        let shape = match r.kind {
+            None => self.intern_words(&[VOID])?,
+            Some(Kind::Struct | Kind::Union | Kind::Enum | Kind::Enum64 | Kind::Fwd)
+                if r.name != 0 =>
+            {
+                let class = match r.kind {
+                    Some(Kind::Union) => UNION_CLASS,
+                    Some(Kind::Fwd) if r.kind_flag => UNION_CLASS,
+                    Some(Kind::Struct | Kind::Fwd) => STRUCT_CLASS,
+                    Some(kind) => kind as u32 + STRUCTURAL,
+                    None => VOID,
+                };
+                self.intern_words(&[NAMED, class, r.name])?
+            }
+            Some(Kind::Int | Kind::Float | Kind::Enum | Kind::Enum64) => {
+                let canonical = crate::btf::dedup_table::resolve(&self.d.tables.map, id);
+                self.intern_words(&[PRIMITIVE, canonical])?
+            }
+            Some(_) => {
+                self.of[slot] = BUSY;
+                if let Err(unsettled) = self.build(id, depth)? {
+                    return Ok(Err(unsettled));
+                }
+                self.intern_scratch()?
+            }
+        };
+        self.of[slot] = shape;
+        Ok(Ok(shape))
+    }
+
+    /// The shape of record `id` outside this half's units: void (or an id no record has), or
+    /// an extra record after every unit's, of which the array index `int` is the one a unit
+    /// refers to; any other is left to the walks.
+    fn outside(&mut self, id: u32) -> Result<Made> {
+        let r = self.d.record(id);
+        if id == 0 || r.kind.is_none() {
+            return Ok(Ok(self.intern_words(&[VOID])?));
+        }
+        if r.kind == Some(Kind::Int) && id >= self.d.first_extra() {
+            let canonical = crate::btf::dedup_table::resolve(&self.d.tables.map, id);
+            return Ok(Ok(self.intern_words(&[PRIMITIVE, canonical])?));
+        }
+        Ok(Err(Unsettled))
+    }
+
+    /// The content of record `id`'s shape made of its fields, in `scratch`: the shapes it
+    /// refers to made first (each with the scratch buffer). A named struct's or union's is
+    /// its definition.
+    fn build(&mut self, id: u32, depth: usize) -> Result<core::result::Result<(), Unsettled>> {
+        if depth > MAX_NESTING {
+            return Ok(Err(Unsettled));
+        }
+        let d = self.d;
+        let r = d.record(id);
+        let Some(kind) = r.kind else {
+            return Ok(Err(Unsettled));
+        };
+        let words = d.words(id);
+        // The references outside the members' or parameters' list.
+        let mut refs = [0u32; 2];
+        let fixed: &[u32] = match kind {
+            Kind::Const
+            | Kind::Volatile
+            | Kind::Restrict
+            | Kind::Ptr
+            | Kind::Typedef
+            | Kind::Func
+            | Kind::TypeTag
+            | Kind::FuncProto => {
+                refs[0] = r.size_or_type;
+                &refs[..1]
+            }
+            Kind::Array => {
+                let (Some(&elem), Some(&index)) = (words.first(), words.get(1)) else {
+                    return Ok(Err(Unsettled));
+                };
+                refs = [elem, index];
+                &refs[..]
+            }
+            Kind::Struct | Kind::Union => &[],
+            // What libbpf's walk rejects (Var, Datasec, DeclTag), and what has no shape.
+            _ => return Ok(Err(Unsettled)),
+        };
+        let stride = match kind {
+            Kind::Struct | Kind::Union => 3,
+            Kind::FuncProto => 2,
+            _ => 0,
+        };
+        let listed = words.chunks_exact(stride.max(1)).map(|entry| entry[1]);
+        let listed = listed.take(if stride == 0 { 0 } else { usize::MAX });
+        for child in fixed.iter().copied().chain(listed) {
+            if let Err(unsettled) = self.shape(child, depth + 1)? {
+                return Ok(Err(unsettled));
+            }
+        }
+        // Made above: each in this half, or a shape of its own (void, an extra `int`).
+        let of = |s: &mut Self, id: u32| -> Result<u32> {
+            match id.checked_sub(s.base).and_then(|i| s.of.get(i as usize)) {
+                Some(&shape) => Ok(shape),
+                None => Ok(s.shape(id, depth + 1)?.unwrap_or(UNSET)),
+            }
+        };
+        let mut content = [0u32; 7];
+        content[..3].copy_from_slice(&[STRUCTURAL + kind as u32, r.name, r.info()]);
+        let fixed_len = match kind {
+            Kind::Array => {
+                content[3] = r.size_or_type;
+                content[4] = of(self, refs[0])?;
+                content[5] = of(self, refs[1])?;
+                content[6] = words.get(2).copied().unwrap_or(0);
+                7
+            }
+            Kind::Struct | Kind::Union => {
+                content[3] = r.size_or_type;
+                4
+            }
+            _ => {
+                content[3] = of(self, r.size_or_type)?;
+                4
+            }
+        };
+        let mut scratch = core::mem::take(&mut self.scratch);
+        scratch.clear();
+        fallible::extend(&mut scratch, &content[..fixed_len])?;
+        if stride != 0 {
+            scratch.try_reserve(words.len())?;
+            for entry in words.chunks_exact(stride) {
+                let shape = of(self, entry[1])?;
+                scratch.push(entry[0]);
+                scratch.push(shape);
+                if stride == 3 {
+                    scratch.push(entry[2]);
+                }
+            }
+        }
+        self.scratch = scratch;
+        Ok(Ok(()))
+    }
+
+    /// The records of units `first..end` (their first ids in `d.types.units`): their shapes,
+    /// the first full record of each shape, each named type's definition (marked ambiguous
+    /// where its copies differ), and which units are not clean. [`Unsettled`] where the
+    /// shapes settle nothing: a reference into another unit, a shape that cannot be made.
+    fn read_units(
+        &mut self,
+        first: usize,
+        end: usize,
+    ) -> Result<core::result::Result<(), Unsettled>> {
+        let d = self.d;
+        let units = &d.types.units;
+        let first_extra = d.first_extra();
+        self.dirty.try_reserve_exact(end - first)?;
+        for unit in first..end {
+            let (start, stop) = (units[unit], units[unit + 1]);
+            let mut dirty = false;
+            for id in start..stop {
+                let r = d.record(id);
+                let Some(kind) = r.kind else {
+                    continue;
+                };
+                let words = d.words(id);
+                let outside = |t: u32| t != 0 && (t < start || t >= stop) && t < first_extra;
+                let foreign = (kind.has_type_ref() && outside(r.size_or_type))
+                    || match kind {
+                        Kind::Array => words.iter().take(2).any(|&t| outside(t)),
+                        Kind::Struct | Kind::Union => words.chunks_exact(3).any(|m| outside(m[1])),
+                        Kind::FuncProto => words.chunks_exact(2).any(|p| outside(p[1])),
+                        _ => false,
+                    };
+                if foreign {
+                    return Ok(Err(Unsettled));
+                }
+                let Ok(shape) = self.shape(id, 0)? else {
+                    return Ok(Err(Unsettled));
+                };
+                let full = match kind {
+                    Kind::Struct | Kind::Union => true,
+                    Kind::Enum | Kind::Enum64 => r.name != 0 && r.vlen != 0,
+                    _ => false,
+                };
+                if full && self.learn_definition(id, shape)?.is_err() {
+                    return Ok(Err(Unsettled));
+                }
+                let info = &mut self.info[shape as usize];
+                if info.last_unit == unit as u32
+                    && !d.identical_arrays(info.last, id)
+                    && !d.identical_structs(info.last, id, 0).unwrap_or(false)
+                {
+                    dirty = true;
+                    if r.name != 0 && matches!(kind, Kind::Struct | Kind::Union | Kind::Fwd) {
+                        fallible::push(&mut self.named_twins, shape)?;
+                    }
+                }
+                info.last = id;
+                info.last_unit = unit as u32;
+            }
+            self.dirty.push(dirty);
+        }
+        Ok(Ok(()))
+    }
+
+    /// Full record `id` of shape `shape`: the first of its shape, or a copy whose definition
+    /// is compared with the first's (a named type's).
+    fn learn_definition(
+        &mut self,
+        id: u32,
+        shape: u32,
+    ) -> Result<core::result::Result<(), Unsettled>> {
+        let r = self.d.record(id);
+        let first = self.info[shape as usize].first_full == UNSET;
+        let definition = if r.name == 0 {
+            shape
+        } else if matches!(r.kind, Some(Kind::Enum | Kind::Enum64)) {
+            // Enums are the prim phase's: a copy's definition is its canonical enum.
+            let canonical = crate::btf::dedup_table::resolve(&self.d.tables.map, id);
+            self.intern_words(&[PRIMITIVE, canonical])?
+        } else {
+            if let Err(unsettled) = self.build(id, 0)? {
+                return Ok(Err(unsettled));
+            }
+            if first {
+                self.intern_scratch()?
+            } else {
+                // A copy: its definition compared with the first's, not interned.
+                let info = &mut self.info[shape as usize];
+                if self.interner.content(info.definition) != self.scratch.as_slice() {
+                    info.ambiguous = true;
+                }
+                return Ok(Ok(()));
+            }
+        };
+        let info = &mut self.info[shape as usize];
+        if first {
+            info.first_full = id;
+            info.definition = definition;
+        } else if info.definition != definition {
+            info.ambiguous = true;
+        }
+        Ok(Ok(()))
+    }
+
+    /// Take in the shapes of the half after this one: each interned here (its references
+    /// as this half knows them), what was learned of it joined to this half's, its records'
+    /// shapes renumbered.
+    fn join(&mut self, later: Shapes<'_, '_, '_>) -> Result<()> {
+        let mut renumbered: Vec<u32> = Vec::new();
+        renumbered.try_reserve_exact(later.interner.len())?;
+        let mut content = Vec::new();
+        // A shape is interned after those it refers to: renumbered in order, each finds its
+        // references renumbered already.
+        for shape in 0..later.interner.len() as u32 {
+            content.clear();
+            fallible::extend(&mut content, later.interner.content(shape))?;
+            for at in child_positions(later.interner.content(shape)) {
+                content[at] = renumbered
+                    .get(content[at] as usize)
+                    .copied()
+                    .unwrap_or(UNSET);
+            }
+            self.scratch.clear();
+            fallible::extend(&mut self.scratch, &content)?;
+            renumbered.push(self.intern_scratch()?);
+        }
+        let renumber = |shape: u32| renumbered.get(shape as usize).copied().unwrap_or(UNSET);
+        for (shape, info) in later.info.iter().enumerate() {
+            let mine = &mut self.info[renumbered[shape] as usize];
+            mine.ambiguous |= info.ambiguous;
+            if info.first_full == UNSET {
+                continue;
+            }
+            if mine.first_full == UNSET {
+                mine.first_full = info.first_full;
+                mine.definition = renumber(info.definition);
+            } else if mine.definition != renumber(info.definition) {
+                mine.ambiguous = true;
+            }
+        }
+        for shape in later.of.iter_mut() {
+            *shape = renumber(*shape);
+        }
+        self.named_twins.try_reserve(later.named_twins.len())?;
+        self.named_twins
+            .extend(later.named_twins.iter().map(|&shape| renumber(shape)));
+        fallible::extend(&mut self.dirty, &later.dirty)
+    }
+
+    /// A struct and a union of one name: which one a forward declaration resolves to is the
+    /// walks' choice, so both are ambiguous.
+    fn mark_struct_union_twins(&mut self) {
+        for shape in 0..self.interner.len() as u32 {
+            let &[NAMED, STRUCT_CLASS, name] = self.interner.content(shape) else {
+                continue;
+            };
+            if self.info[shape as usize].first_full == UNSET {
+                continue;
+            }
+            if let Some(twin) = self.interner.find(&[NAMED, UNION_CLASS, name])
+                && self.info[twin as usize].first_full != UNSET
+            {
+                self.info[twin as usize].ambiguous = true;
+                self.info[shape as usize].ambiguous = true;
+            }
+        }
+    }
+
+    /// Per shape, whether it reaches an ambiguous named type (itself included), through the
+    /// shapes its content refers to and a named type's definition.
+    fn reaching_ambiguous(&self) -> Result<Vec<bool>> {
+        let count = self.interner.len();
+        let edges = |shape: u32| {
+            let definition = match self.interner.content(shape).first() {
+                Some(&NAMED) => self
+                    .info
+                    .get(shape as usize)
+                    .map(|i| i.definition)
+                    .filter(|&d| d != UNSET),
+                _ => None,
+            };
+            self.interner.children(shape).chain(definition)
+        };
+        // The shapes that refer to each shape (CSR: counts, then positions).
+        let mut starts: Vec<u32> = Vec::new();
+        starts.try_reserve_exact(count + 1)?;
+        starts.resize(count + 1, 0);
+        for shape in 0..count as u32 {
+            for child in edges(shape) {
+                if let Some(c) = starts.get_mut(child as usize + 1) {
+                    *c += 1;
+                }
+            }
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut referrers: Vec<u32> = Vec::new();
+        let total = starts.last().copied().unwrap_or(0) as usize;
+        referrers.try_reserve_exact(total)?;
+        referrers.resize(total, 0);
+        let mut fill: Vec<u32> = fallible::to_vec(&starts[..count])?;
+        for shape in 0..count as u32 {
+            for child in edges(shape) {
+                if let Some(at) = fill.get_mut(child as usize) {
+                    referrers[*at as usize] = shape;
+                    *at += 1;
+                }
+            }
+        }
+        drop(fill);
+        let mut reaching: Vec<bool> = Vec::new();
+        reaching.try_reserve_exact(count)?;
+        reaching.extend(self.info.iter().map(|i| i.ambiguous));
+        let mut work: Vec<u32> = Vec::new();
+        for (shape, &a) in reaching.iter().enumerate() {
+            if a {
+                fallible::push(&mut work, shape as u32)?;
+            }
+        }
+        while let Some(shape) = work.pop() {
+            let at = shape as usize;
+            for &referrer in &referrers[starts[at] as usize..starts[at + 1] as usize] {
+                if !reaching[referrer as usize] {
+                    reaching[referrer as usize] = true;
+                    fallible::push(&mut work, referrer)?;
+                }
+            }
+        }
+        Ok(reaching)
+    }
+}
+
+/// What [`Dedup::settle`] leaves to check after the struct phase: the structs of mapped
+/// shapes in units that are not clean, walked, each with the first of its shape.
+struct Settled {
+    walked: Vec<(u32, u32)>,
+}
+
+impl Dedup<'_> {
+    /// The first extra record's id (after every unit's records; 0 without units).
+    fn first_extra(&self) -> u32 {
+        self.types.units.last().copied().unwrap_or(0)
+    }
+
+    /// The struct phase, with the structs and unions the shapes settle mapped without a walk
+    /// (see the module's comment), their shapes made on two threads if `threads`;
+    /// [`Unsettled`] if the input is not one they settle, or a walk ended otherwise than the
+    /// shapes said (the phases' tables must then start over).
+    pub(super) fn struct_phase_by_shapes(
+        &mut self,
+        threads: bool,
+    ) -> Result<core::result::Result<(), Unsettled>> {
+        let Some(settled) = self.settle(threads)? else {
+            return Ok(Err(Unsettled));
+        };
+        self.tables.begin_struct_phase()?;
+        let n = self.tables.map.len() as u32;
+        for id in 1..n {
+            // Settled as the first of its shape: canonical, a candidate for the walks.
+            if self.tables.map[id as usize] == id
+                && matches!(self.kind(id), Some(Kind::Struct | Kind::Union))
+            {
+                let h = self.hash_struct(id);
+                self.add_candidate(h, id)?;
+            } else {
+                self.struct_type(id)?;
+            }
+        }
+        // The walked structs of a mapped shape, each as the shapes said.
+        for &(id, first) in &settled.walked {
+            if crate::btf::dedup_table::resolve(&self.tables.map, id) != first
+                || self.tables.map[first as usize] != first
+            {
+                return Ok(Err(Unsettled));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Map what the shapes settle (see the module's comment); the structs of mapped shapes
+    /// left to the walks, to be checked after them. `None`: the shapes settle nothing here.
+    fn settle(&mut self, threads: bool) -> Result<Option<Settled>> {
+        let units = &self.types.units;
+        let unit_count = units.len().saturating_sub(1);
+        if unit_count == 0 {
+            return Ok(None);
+        }
+        let first_extra = self.first_extra();
+        if first_extra as usize > self.tables.map.len() {
+            return Ok(None);
+        }
+        let mut of = Vec::new();
+        of.try_reserve_exact(first_extra as usize)?;
+        of.resize(first_extra as usize, UNSET);
+        // Two halves of about as many records, the second from unit `middle`.
+        let half = units[0] + (first_extra - units[0]) / 2;
+        let middle = units[..unit_count]
+            .partition_point(|&start| start < half)
+            .clamp(1, unit_count);
+        let split = units[middle];
+        let Some(shapes) = self.shapes_of_halves(&mut of, middle, split, threads)? else {
+            return Ok(None);
+        };
+        let Shapes { info, dirty, .. } = shapes;
+        let mut walked = Vec::new();
+        let units = core::mem::take(&mut self.types.units);
+        let mut result = Ok(());
+        for (unit, range) in units.windows(2).enumerate() {
+            for id in range[0]..range[1] {
+                let Some(info) = info.get(of[id as usize] as usize) else {
+                    continue;
+                };
+                // No full copy, or reaching an ambiguous name (`shapes_of_halves` unmarks those).
+                if info.first_full == UNSET {
+                    continue;
+                }
+                match self.kind(id) {
+                    Some(Kind::Struct | Kind::Union) if dirty[unit] => {
+                        if let Err(e) = fallible::push(&mut walked, (id, info.first_full)) {
+                            result = Err(e);
+                        }
+                    }
+                    Some(Kind::Struct | Kind::Union) => {
+                        self.tables.map[id as usize] = info.first_full;
+                    }
+                    // A canonical forward declaration (the prim phase's first of its name):
+                    // the one definition of its name, as a walk or the forward declarations'
+                    // phase would resolve it.
+                    Some(Kind::Fwd) if self.tables.map[id as usize] == id => {
+                        self.tables.map[id as usize] = info.first_full;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.types.units = units;
+        result?;
+        Ok(Some(Settled { walked }))
+    }
+
+    /// The shapes of every unit's records into `of`, units before `middle` (records before
+    /// `split`) and the others made apart (on two threads if `threads`) and joined; what
+    /// reaches an ambiguous name unmarked as the first of its shape. `None`: the shapes
+    /// settle nothing here.
+    fn shapes_of_halves<'s>(
+        &'s self,
+        of: &'s mut [u32],
+        middle: usize,
+        split: u32,
+        threads: bool,
+    ) -> Result<Option<Shapes<'s, 's, 's>>> {
+        let unit_count = self.types.units.len() - 1;
+        let (first_of, second_of) = of.split_at_mut(split as usize);
+        let mut first = Shapes::new(self, first_of, 0)?;
+        let mut second = Shapes::new(self, second_of, split)?;
+        let (a, b) = both(
+            threads,
+            || first.read_units(0, middle),
+            || second.read_units(middle, unit_count),
+        );
+        if a?.is_err() || b?.is_err() {
+            return Ok(None);
+        }
+        first.join(second)?;
+        first.mark_struct_union_twins();
+        let reaching = first.reaching_ambiguous()?;
+        // A unit's two records of a named type the shapes map: a walk of that unit's structs
+        // pairs either with the type's canonical forward declaration, which the shapes
+        // resolve before libbpf's walks would have (see the module's comment).
+        if first
+            .named_twins
+            .iter()
+            .any(|&shape| reaching.get(shape as usize) == Some(&false))
+        {
+            return Ok(None);
+        }
+        for (info, &reaches) in first.info.iter_mut().zip(&reaching) {
+            if reaches {
+                info.first_full = UNSET;
+            }
+        }
+        Ok(Some(first))
+    }
+}
+
+/// `a` and `b`, on two threads if `threads` (and a second can be started), else one after
+/// the other.
+fn both<A: Send, B: Send>(
+    threads: bool,
+    a: impl FnOnce() -> Result<A> + Send,
+    b: impl FnOnce() -> Result<B> + Send,
+) -> (Result<A>, Result<B>) {
+    #[cfg(feature = "std")]
+    if threads {
+        let mut b = Some(b);
+        let (a, joined) = std::thread::scope(|scope| {
+            let budget = crate::budget::inherit();
+            let second = crate::budget::uncharged(|| {
+                std::thread::Builder::new()
+                    .name("btfgen-dedup".into())
+                    .spawn_scoped(scope, || b.take().map(|b| budget.run(b)))
+            })
+            .ok();
+            let a = a();
+            let joined = second.map(|second| second.join().ok().flatten());
+            (a, joined)
+        });
+        let b = match (joined, b) {
+            (Some(Some(b)), _) => b,
+            // Not started: on this thread.
+            (None, Some(b)) => b(),
+            _ => Err(crate::error::Error::InvalidArgument(
+                "DWARF deduplication: the second thread's shapes did not finish",
+            )),
+        };
+        return (a, b);
+    }
+    let _ = threads;
+    (a(), b())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Dedup;
+    use crate::btf::dedup_table::{PhaseTables, Record};
+    use crate::btf::write::BtfWriter;
+    use crate::btf::{Endianness, Kind};
+    use crate::dwarf::Types;
+    use crate::test_rng::xorshift64;
+    use alloc::vec;
+    use alloc::vec::Vec;
+    use hashbrown::HashMap;
+
+    /// What a unit's records are made of: the types of a few headers, as a compiler writes
+    /// them into each unit that includes them.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+    enum Template {
+        Int,
+        Char,
+        /// Named struct `k`, in variant `v` (a second definition of the same name).
+        Struct(u32, u32),
+        /// Its forward declaration.
+        Fwd(u32),
+        /// Pointer to struct `k` (defined in the unit, or declared).
+        PtrTo(u32),
+        ConstCharArray(u32),
+        /// An unnamed union of an `int` and a pointer to struct `k`.
+        AnonUnion(u32),
+        Typedef(u32),
+        Enum(u32),
+        AnonEnum(u32),
+        /// A pointer to a prototype `int (struct k *)`.
+        Callback(u32),
+        Proto(u32),
+    }
+
+    /// One generated input: units of records, each referring only into itself and to the
+    /// array index `int` after every unit (as the converter writes them).
+    struct Gen<'w> {
+        next: &'w mut dyn FnMut() -> u64,
+        names: Vec<u32>,
+        records: Vec<(Record, Vec<u32>)>,
+        units: Vec<u32>,
+        /// The unit being made: its templates made so far.
+        made: HashMap<Template, u32>,
+        /// Per struct name: defined in this unit, and in which variant.
+        defined: HashMap<u32, u32>,
+        /// Chance of a second record of a template in one unit (out of 100).
+        twins: u64,
+        index_int: u32,
+    }
+
+    const STRUCTS: u32 = 7;
+
+    impl Gen<'_> {
+        fn chance(&mut self, percent: u64) -> bool {
+            (self.next)() % 100 < percent
+        }
+
+        fn push(&mut self, record: Record, words: Vec<u32>) -> u32 {
+            self.records.push((record, words));
+            (self.records.len() - 1) as u32
+        }
+
+        fn record(kind: Kind, name: u32, flag: bool, vlen: u16, size_or_type: u32) -> Record {
+            Record {
+                name,
+                kind: Some(kind),
+                kind_flag: flag,
+                vlen,
+                size_or_type,
+                first_word: 0,
+            }
+        }
+
+        fn make(&mut self, t: Template) -> u32 {
+            if let Some(&id) = self.made.get(&t)
+                && !(matches!(
+                    t,
+                    Template::PtrTo(_) | Template::ConstCharArray(_) | Template::AnonUnion(_)
+                ) && self.chance(self.twins))
+            {
+                return id;
+            }
+            let name = |g: &Self, i: u32| g.names[i as usize % g.names.len()];
+            let id = match t {
+                Template::Int => self.push(
+                    Self::record(Kind::Int, name(self, 0), false, 0, 4),
+                    vec![(1 << 24) | 32],
+                ),
+                Template::Char => {
+                    self.push(Self::record(Kind::Int, name(self, 1), false, 0, 1), vec![8])
+                }
+                Template::Fwd(k) => self.push(
+                    Self::record(Kind::Fwd, name(self, 10 + k), k % 3 == 2, 0, 0),
+                    vec![],
+                ),
+                Template::Struct(k, v) => {
+                    // Its id first: members may refer back to it.
+                    let kind = if k % 3 == 2 {
+                        Kind::Union
+                    } else {
+                        Kind::Struct
+                    };
+                    let id = self.push(Self::record(kind, name(self, 10 + k), false, 0, 0), vec![]);
+                    self.made.insert(t, id);
+                    let next = (k + 1 + v) % STRUCTS;
+                    let members = [
+                        (name(self, 30), self.make(Template::Int), 0),
+                        (name(self, 31), self.make(Template::PtrTo(next)), 64),
+                        (
+                            name(self, 32),
+                            self.make(Template::ConstCharArray(4 + k % 2)),
+                            128 + 32 * v,
+                        ),
+                        (
+                            name(self, 33),
+                            self.make(Template::AnonUnion((k + 3) % STRUCTS)),
+                            192,
+                        ),
+                        (name(self, 34), self.make(Template::Typedef(k % 2)), 256),
+                        (name(self, 35), self.make(Template::Callback(k)), 320),
+                        (
+                            name(self, 36),
+                            self.make(if k % 2 == 0 {
+                                Template::Enum(k % 2)
+                            } else {
+                                Template::AnonEnum(k % 2)
+                            }),
+                            384,
+                        ),
+                    ];
+                    let words = members
+                        .iter()
+                        .flat_map(|&(n, ty, off)| [n, ty, off])
+                        .collect();
+                    self.records[id as usize] = (
+                        Self::record(kind, name(self, 10 + k), false, members.len() as u16, 56),
+                        words,
+                    );
+                    return id;
+                }
+                Template::PtrTo(k) => {
+                    let target = match self.defined.get(&k) {
+                        Some(&v) => self.make(Template::Struct(k, v)),
+                        None => self.make(Template::Fwd(k)),
+                    };
+                    self.push(Self::record(Kind::Ptr, 0, false, 0, target), vec![])
+                }
+                Template::ConstCharArray(n) => {
+                    let ch = self.make(Template::Char);
+                    let array = self.push(
+                        Self::record(Kind::Array, 0, false, 0, 0),
+                        vec![ch, self.index_int, n],
+                    );
+                    self.push(Self::record(Kind::Const, 0, false, 0, array), vec![])
+                }
+                Template::AnonUnion(k) => {
+                    let int = self.make(Template::Int);
+                    let ptr = self.make(Template::PtrTo(k));
+                    self.push(
+                        Self::record(Kind::Union, 0, false, 2, 8),
+                        vec![name(self, 40), int, 0, name(self, 41), ptr, 0],
+                    )
+                }
+                Template::Typedef(k) => {
+                    let target = if k == 0 {
+                        self.make(Template::Int)
+                    } else {
+                        self.make(Template::PtrTo(k))
+                    };
+                    self.push(
+                        Self::record(Kind::Typedef, name(self, 50 + k), false, 0, target),
+                        vec![],
+                    )
+                }
+                Template::Enum(k) => self.push(
+                    Self::record(Kind::Enum, name(self, 60 + k), false, 2, 4),
+                    vec![name(self, 61), 0, name(self, 62), k],
+                ),
+                Template::AnonEnum(k) => self.push(
+                    Self::record(Kind::Enum, 0, false, 1, 4),
+                    vec![name(self, 63), k],
+                ),
+                Template::Proto(k) => {
+                    let int = self.make(Template::Int);
+                    let ptr = self.make(Template::PtrTo(k));
+                    self.push(
+                        Self::record(Kind::FuncProto, 0, false, 1, int),
+                        vec![name(self, 70), ptr],
+                    )
+                }
+                Template::Callback(k) => {
+                    let proto = self.make(Template::Proto(k));
+                    self.push(Self::record(Kind::Ptr, 0, false, 0, proto), vec![])
+                }
+            };
+            self.made.insert(t, id);
+            id
+        }
+
+        /// A unit defining a few of the structs (a rare one in another variant), declaring
+        /// the ones they point to.
+        fn unit(&mut self, ambiguity: u64) {
+            self.units.push(self.records.len() as u32);
+            self.made.clear();
+            self.defined.clear();
+            for k in 0..STRUCTS {
+                if self.chance(60) {
+                    let variant = u32::from(k == 1 && self.chance(ambiguity));
+                    self.defined.insert(k, variant);
+                }
+            }
+            let defined: Vec<(u32, u32)> = self.defined.iter().map(|(&k, &v)| (k, v)).collect();
+            let mut defined = defined;
+            defined.sort_unstable();
+            for (k, v) in defined {
+                // A declaration beside the definition: two records of one name in a unit.
+                if self.twins > 0 && self.chance(2) {
+                    self.make(Template::Fwd(k));
+                }
+                self.make(Template::Struct(k, v));
+            }
+            if self.chance(30) {
+                let k = (self.next)() as u32 % STRUCTS;
+                self.make(Template::PtrTo(k));
+            }
+        }
+    }
+
+    /// Records of `units` generated units from `seed`, as [`Types`] (with their unit ranges
+    /// if `with_units`, else as the two-pass conversion leaves them), and their names.
+    fn generate(
+        seed: u64,
+        units: usize,
+        twins: u64,
+        ambiguity: u64,
+        with_units: bool,
+    ) -> (Types, BtfWriter) {
+        let mut writer = BtfWriter::new(Endianness::Little).unwrap();
+        let names = (0..80)
+            .map(|i| writer.add_string(&alloc::format!("n{i}")).unwrap())
+            .collect();
+        let mut next = xorshift64(seed);
+        let mut g = Gen {
+            next: &mut next,
+            names,
+            records: vec![(Record::VOID, vec![])],
+            units: Vec::new(),
+            made: HashMap::new(),
+            defined: HashMap::new(),
+            twins,
+            index_int: 0,
+        };
+        // The index `int`'s id, known once every unit is: the records are made with a
+        // placeholder, then it is patched.
+        g.index_int = u32::MAX;
+        for _ in 0..units {
+            g.unit(ambiguity);
+        }
+        let first_extra = g.records.len() as u32;
+        g.units.push(first_extra);
+        let index = Gen::record(Kind::Int, g.names[2], false, 0, 4);
+        g.records.push((index, vec![32]));
+        let mut types = Types::new().unwrap();
+        for (record, mut words) in g.records.into_iter().skip(1) {
+            if record.kind == Some(Kind::Array) {
+                words[1] = first_extra;
+            }
+            types.push(record, &words).unwrap();
+        }
+        if with_units {
+            types.units = g.units;
+        }
+        (types, writer)
+    }
+
+    fn deduplicated(
+        seed: u64,
+        units: usize,
+        twins: u64,
+        ambiguity: u64,
+        with_units: bool,
+    ) -> Vec<u8> {
+        let (mut types, mut writer) = generate(seed, units, twins, ambiguity, with_units);
+        super::super::dedup(&mut types, &mut writer, false).unwrap();
+        writer.finish().unwrap()
+    }
+
+    /// How the shapes took the generated input: 0, not at all; 1, settled, but a walk went
+    /// otherwise (the phases start over); 2, settled with no struct walked; 3, with some.
+    fn outcome(seed: u64, units: usize, twins: u64, ambiguity: u64) -> usize {
+        let (mut types, _) = generate(seed, units, twins, ambiguity, true);
+        let n = types.records.len();
+        let mut d = Dedup {
+            tables: PhaseTables::new(n, 0, true).unwrap(),
+            types: &mut types,
+        };
+        d.prim_phase().unwrap();
+        let Some(settled) = d.settle(false).unwrap() else {
+            return 0;
+        };
+        let walked = settled.walked.len();
+        let (mut types, _) = generate(seed, units, twins, ambiguity, true);
+        let mut d = Dedup {
+            tables: PhaseTables::new(n, 0, true).unwrap(),
+            types: &mut types,
+        };
+        d.prim_phase().unwrap();
+        match d.struct_phase_by_shapes(false).unwrap() {
+            Err(_) => 1,
+            Ok(()) if walked == 0 => 2,
+            Ok(()) => 3,
+        }
+    }
+
+    /// The deduplication with the shapes is libbpf's walk of every struct, byte for byte, on
+    /// generated units: copies of the same structs, some declared only, a second definition
+    /// of one name in some units, and units holding two records of one pointer, array or
+    /// union.
+    #[test]
+    fn the_shapes_deduplicate_as_the_walks() {
+        let mut outcomes = [0usize; 4];
+        for seed in 1..=120u64 {
+            let units = 2 + (seed % 13) as usize;
+            let twins = [0, 0, 5, 20][(seed % 4) as usize];
+            let ambiguity = [0, 0, 10, 50][(seed / 4 % 4) as usize];
+            let walked = deduplicated(seed, units, twins, ambiguity, false);
+            let shaped = deduplicated(seed, units, twins, ambiguity, true);
+            assert!(walked == shaped, "seed {seed}: other bytes with the shapes");
+            outcomes[outcome(seed, units, twins, ambiguity)] += 1;
+        }
+        // Each way exercised.
+        assert!(outcomes.iter().all(|&n| n > 5), "{outcomes:?}");
+    }
+}
