@@ -269,6 +269,9 @@ struct Output<'a, 'w> {
     /// The name offset of each `.debug_str` offset interned (4-byte keys: half the table of
     /// 8-byte ones, read at random for each of a kernel's millions of names).
     names: HashMap<u32, u32>,
+    /// The last name looked up at each slot of a direct-mapped cache in front of `names`
+    /// (`.debug_str` offset, name offset; empty until the first name).
+    recent_names: Vec<(u32, u32)>,
     /// The same for the supplementary file's `.debug_str`.
     sup_names: HashMap<u32, u32>,
     /// The unit whose records are being written.
@@ -362,6 +365,7 @@ impl<'a, 'w> Converter<'a, 'w> {
             index_type: None,
             functions,
             names: HashMap::new(),
+            recent_names: Vec::new(),
             sup_names: HashMap::new(),
             current: None,
             numbered: Vec::new(),
@@ -389,6 +393,14 @@ impl<'a, 'w> Converter<'a, 'w> {
         types.append(extra)?;
         Ok(types)
     }
+}
+
+/// Slots of [`Output::recent_names`] (a power of two).
+const RECENT_NAMES: usize = 1 << 16;
+
+/// The slot of `.debug_str` offset `key` in [`Output::recent_names`].
+fn recent_slot(key: u32) -> usize {
+    (u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as usize & (RECENT_NAMES - 1)
 }
 
 /// Units between two releases of every DWARF section ([`Input::release_unit`]): a madvise
@@ -814,7 +826,17 @@ impl<'a> Input<'a> {
         };
         // An offset past 4 GiB (DWARF64) is interned without the cache.
         let key = u32::try_from(offset).ok();
+        let recent = key.filter(|_| !in_sup).map(recent_slot);
+        if let (Some(key), Some(slot)) = (key, recent)
+            && let Some(&(k, name)) = out.recent_names.get(slot)
+            && k == key
+        {
+            return Ok(name);
+        }
         if let Some(&name) = key.and_then(|key| out.name_cache(in_sup).get(&key)) {
+            if let (Some(key), Some(slot)) = (key, recent) {
+                out.remember_name(slot, key, name)?;
+            }
             return Ok(name);
         }
         let s = file
@@ -825,6 +847,9 @@ impl<'a> Input<'a> {
             let names = out.name_cache(in_sup);
             names.try_reserve(1)?;
             names.insert(key, name);
+            if let Some(slot) = recent {
+                out.remember_name(slot, key, name)?;
+            }
         }
         Ok(name)
     }
@@ -843,6 +868,18 @@ impl<'a, 'w> Output<'a, 'w> {
         } else {
             &mut self.names
         }
+    }
+
+    /// Keep `key`'s `name` at `slot` of [`Output::recent_names`].
+    fn remember_name(&mut self, slot: usize, key: u32, name: u32) -> Result<()> {
+        if self.recent_names.is_empty() {
+            self.recent_names.try_reserve_exact(RECENT_NAMES)?;
+            self.recent_names.resize(RECENT_NAMES, (u32::MAX, 0));
+        }
+        if let Some(entry) = self.recent_names.get_mut(slot) {
+            *entry = (key, name);
+        }
+        Ok(())
     }
 
     /// Intern a name (`None` and empty: anonymous, offset 0).
