@@ -220,6 +220,15 @@ pub(crate) trait DedupRecords {
             .fold(self.hash_common(id), |h, &w| combine(h, w))
     }
 
+    /// The reference phase's hash of reference type `id` of `kind`, its references made
+    /// canonical.
+    fn reference_hash(&self, id: u32, kind: Kind) -> u64 {
+        match kind {
+            Kind::DeclTag | Kind::Array | Kind::FuncProto => self.hash_all(id),
+            _ => self.hash_common(id),
+        }
+    }
+
     fn is_enum(&self, id: u32) -> bool {
         matches!(self.kind(id), Some(Kind::Enum | Kind::Enum64))
     }
@@ -314,8 +323,10 @@ pub(crate) trait DedupRecords {
 /// `hypot_adjust_canon`.
 #[derive(Debug, Default)]
 pub(crate) struct Hypot {
-    /// Canonical id → the candidate id assumed equivalent to it, or [`UNPROCESSED`].
+    /// Canonical id → the candidate id assumed equivalent to it, or [`UNPROCESSED`]: one
+    /// entry per id, or (`sparse`) only the ids set, for a phase that walks few structs.
     map: Vec<u32>,
+    sparse: Option<hashbrown::HashMap<u32, u32>>,
     /// The canonical ids set in `map`, to clear them.
     list: Vec<u32>,
     /// The equivalence went through a base FWD that a module struct would resolve, so the
@@ -324,20 +335,56 @@ pub(crate) struct Hypot {
 }
 
 impl Hypot {
-    /// An empty map over `len` ids.
-    fn new(len: usize) -> Result<Hypot> {
-        let mut map = crate::fallible::vec_with_capacity(len)?;
-        map.resize(len, UNPROCESSED);
+    /// An empty map over `len` ids (a table of the ids set if `sparse`).
+    fn new(len: usize, sparse: bool) -> Result<Hypot> {
+        let mut map = Vec::new();
+        if !sparse {
+            map = crate::fallible::vec_with_capacity(len)?;
+            map.resize(len, UNPROCESSED);
+        }
         Ok(Hypot {
             map,
+            sparse: sparse.then(hashbrown::HashMap::new),
             list: Vec::new(),
             adjust_canon: false,
         })
     }
 
+    /// The candidate assumed equivalent to `canon`, or [`UNPROCESSED`].
+    fn get(&self, canon: u32) -> u32 {
+        match &self.sparse {
+            Some(table) => table.get(&canon).copied(),
+            None => self.map.get(canon as usize).copied(),
+        }
+        .unwrap_or(UNPROCESSED)
+    }
+
+    /// Assume `cand` equivalent to `canon`.
+    fn set(&mut self, canon: u32, cand: u32) -> Result<()> {
+        self.list.try_reserve(1)?;
+        match &mut self.sparse {
+            Some(table) => {
+                table.try_reserve(1)?;
+                table.insert(canon, cand);
+            }
+            None => {
+                if let Some(entry) = self.map.get_mut(canon as usize) {
+                    *entry = cand;
+                }
+            }
+        }
+        self.list.push(canon);
+        Ok(())
+    }
+
     fn clear(&mut self) {
-        for &id in &self.list {
-            self.map[id as usize] = UNPROCESSED;
+        match &mut self.sparse {
+            Some(table) => table.clear(),
+            None => {
+                for &id in &self.list {
+                    self.map[id as usize] = UNPROCESSED;
+                }
+            }
         }
         self.list.clear();
         self.adjust_canon = false;
@@ -395,12 +442,11 @@ impl PhaseTables {
         })
     }
 
-    /// The struct phase's hypothetical map, one entry per type: allocated only when the
+    /// The struct phase's hypothetical map, one entry per type (or, if `sparse`, a table of
+    /// the types it assumes, for a phase that walks few structs): allocated only when the
     /// phase begins, so that what a deduplication needs before it is gone by then.
-    pub(crate) fn begin_struct_phase(&mut self) -> Result<()> {
-        if self.hypot.map.len() != self.map.len() {
-            self.hypot = Hypot::new(self.map.len())?;
-        }
+    pub(crate) fn begin_struct_phase(&mut self, sparse: bool) -> Result<()> {
+        self.hypot = Hypot::new(self.map.len(), sparse)?;
         Ok(())
     }
 }
@@ -564,7 +610,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             return Ok(true);
         }
         let canon = self.resolve_fwd(&self.tables().map, canon);
-        let hypot = self.tables().hypot.map[canon as usize];
+        let hypot = self.tables().hypot.get(canon);
         if hypot != UNPROCESSED {
             return Ok(hypot == cand
                 || self.identical_arrays(hypot, cand)
@@ -578,9 +624,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
     /// references walked.
     #[inline(never)]
     fn equiv_walk(&mut self, cand: u32, canon: u32, depth: usize) -> Result<bool> {
-        let assumed = &mut self.tables_mut().hypot;
-        assumed.map[canon as usize] = cand;
-        crate::fallible::push(&mut assumed.list, canon)?;
+        self.tables_mut().hypot.set(canon, cand)?;
         let (c, k) = (self.record(cand), self.record(canon));
         if c.name != k.name {
             return Ok(false);
@@ -701,7 +745,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         let fwd = Some(Kind::Fwd);
         for i in 0..self.tables().hypot.list.len() {
             let canon = self.tables().hypot.list[i];
-            let target = self.tables().hypot.map[canon as usize];
+            let target = self.tables().hypot.get(canon);
             let (t, c) = (
                 resolve(&self.tables().map, target),
                 resolve(&self.tables().map, canon),
@@ -848,16 +892,12 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             | Kind::DeclTag => {
                 let target = self.ref_type(r.size_or_type, depth + 1)?;
                 self.set_size_or_type(id, target);
-                if kind == Kind::DeclTag {
-                    self.hash_all(id)
-                } else {
-                    self.hash_common(id)
-                }
+                self.reference_hash(id, kind)
             }
             Kind::Array => {
                 canonical_word(self, 0)?;
                 canonical_word(self, 1)?;
-                self.hash_all(id)
+                self.reference_hash(id, kind)
             }
             Kind::FuncProto => {
                 let ret = self.ref_type(r.size_or_type, depth + 1)?;
@@ -865,7 +905,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                 for i in 0..usize::from(r.vlen) {
                     canonical_word(self, 2 * i + 1)?;
                 }
-                self.hash_all(id)
+                self.reference_hash(id, kind)
             }
             _ => {
                 return Err(Error::BadType {

@@ -289,7 +289,7 @@ impl<'a> SplitBase<'a> {
         for id in b..total {
             d.prim_type(id)?;
         }
-        d.tables.begin_struct_phase()?;
+        d.tables.begin_struct_phase(false)?;
         for id in b..total {
             d.struct_type(id)?;
         }

@@ -32,16 +32,23 @@ pub fn dedup(types: &mut Types, writer: &mut BtfWriter, threads: bool) -> Result
         types,
     };
     d.prim_phase()?;
-    if d.struct_phase_by_shapes(threads)?.is_err() {
-        // Every struct walked, as libbpf walks them, from the start.
-        d.tables = PhaseTables::new(n, 0, true)?;
-        d.prim_phase()?;
-        d.tables.begin_struct_phase()?;
-        for id in 1..n as u32 {
-            d.struct_type(id)?;
+    let shaped = match d.struct_phase_by_shapes(threads)? {
+        Ok(shaped) => Some(shaped),
+        Err(shapes::Unsettled) => {
+            // Every struct walked, as libbpf walks them, from the start.
+            d.tables = PhaseTables::new(n, 0, true)?;
+            d.prim_phase()?;
+            d.tables.begin_struct_phase(false)?;
+            for id in 1..n as u32 {
+                d.struct_type(id)?;
+            }
+            None
         }
-    }
+    };
     d.resolve_fwds()?;
+    if let Some(shaped) = shaped {
+        d.premap_references(shaped)?;
+    }
     for id in 1..n as u32 {
         d.ref_type(id, 0)?;
     }

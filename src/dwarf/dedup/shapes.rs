@@ -32,7 +32,14 @@
 //! see), or the shapes cannot be made (a reference cycle without a name, a shape nested too
 //! deep, a type libbpf's walk rejects), the deduplication starts over and walks every struct,
 //! as libbpf does: the output is libbpf's either way. The shapes of the two halves of the
-//! units are made on two threads and joined. The conversion in two passes (type units, a
+//! units are made on two threads and joined; with few walks left, the struct phase's
+//! hypothetical map is a table of what they assume, not an entry per record.
+//!
+//! The reference phase then does the same for the reference types (modifiers, typedefs,
+//! pointers, arrays, prototypes) whose shape reaches no ambiguous name (nor an enum whose
+//! records are not all one canonical enum): those of one shape refer to the same canonical
+//! types, so the first of them the phase would finish is canonical and the others map to it
+//! ([`Dedup::premap_references`]); the phase hashes only the rest. The conversion in two passes (type units, a
 //! supplementary file) always walks: the tests compare the two on every fixture, the fuzz
 //! targets on generated DWARF, and a unit test on generated units with each of these cases.
 
@@ -185,7 +192,10 @@ struct ShapeInfo {
     /// Its last record so far, and that record's unit (to find a unit's second record of it).
     last: u32,
     last_unit: u32,
-    /// Its full copies have different shapes, or a struct and a union share its name.
+    /// A named enum's: the canonical enum of its first record (UNSET: none yet).
+    canonical: u32,
+    /// Its full copies have different shapes, a struct and a union share its name, or (an
+    /// enum) its records are not all one canonical enum.
     ambiguous: bool,
 }
 
@@ -194,6 +204,7 @@ const NO_INFO: ShapeInfo = ShapeInfo {
     definition: UNSET,
     last: UNSET,
     last_unit: UNSET,
+    canonical: UNSET,
     ambiguous: false,
 };
 
@@ -452,13 +463,22 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
                 let Ok(shape) = self.shape(id, 0)? else {
                     return Ok(Err(Unsettled));
                 };
-                let full = match kind {
-                    Kind::Struct | Kind::Union => true,
-                    Kind::Enum | Kind::Enum64 => r.name != 0 && r.vlen != 0,
-                    _ => false,
-                };
-                if full && self.learn_definition(id, shape)?.is_err() {
+                if matches!(kind, Kind::Struct | Kind::Union)
+                    && self.learn_definition(id, shape)?.is_err()
+                {
                     return Ok(Err(Unsettled));
+                }
+                if r.name != 0 && matches!(kind, Kind::Enum | Kind::Enum64) {
+                    // Enums are the prim phase's: a declaration that stayed apart from the
+                    // definition, or two definitions, make two reference types of one shape
+                    // differ.
+                    let canonical = crate::btf::dedup_table::resolve(&d.tables.map, id);
+                    let info = &mut self.info[shape as usize];
+                    if info.canonical == UNSET {
+                        info.canonical = canonical;
+                    } else if info.canonical != canonical {
+                        info.ambiguous = true;
+                    }
                 }
                 let info = &mut self.info[shape as usize];
                 if info.last_unit == unit as u32
@@ -489,10 +509,6 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
         let first = self.info[shape as usize].first_full == UNSET;
         let definition = if r.name == 0 {
             shape
-        } else if matches!(r.kind, Some(Kind::Enum | Kind::Enum64)) {
-            // Enums are the prim phase's: a copy's definition is its canonical enum.
-            let canonical = crate::btf::dedup_table::resolve(&self.d.tables.map, id);
-            self.intern(&[PRIMITIVE, canonical])?
         } else if first {
             if let Err(unsettled) = self.build(id, 0)? {
                 return Ok(Err(unsettled));
@@ -591,6 +607,11 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
         for (shape, info) in later.info.iter().enumerate() {
             let mine = &mut self.info[renumbered[shape] as usize];
             mine.ambiguous |= info.ambiguous;
+            if mine.canonical == UNSET {
+                mine.canonical = info.canonical;
+            } else if info.canonical != UNSET && info.canonical != mine.canonical {
+                mine.ambiguous = true;
+            }
             if info.first_full == UNSET {
                 continue;
             }
@@ -695,9 +716,18 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
 }
 
 /// What [`Dedup::settle`] leaves to check after the struct phase: the structs of mapped
-/// shapes in units that are not clean, walked, each with the first of its shape.
+/// shapes in units that are not clean, walked, each with the first of its shape; and the
+/// shapes, for the reference phase.
 struct Settled {
     walked: Vec<(u32, u32)>,
+    shaped: Shaped,
+}
+
+/// The shape of each unit's record, and per shape whether it reaches no ambiguous name: what
+/// [`Dedup::premap_references`] reads once the struct phase went as the shapes said.
+pub(super) struct Shaped {
+    of: Vec<u32>,
+    settled: Vec<bool>,
 }
 
 impl Dedup<'_> {
@@ -713,11 +743,12 @@ impl Dedup<'_> {
     pub(super) fn struct_phase_by_shapes(
         &mut self,
         threads: bool,
-    ) -> Result<core::result::Result<(), Unsettled>> {
+    ) -> Result<core::result::Result<Shaped, Unsettled>> {
         let Some(settled) = self.settle(threads)? else {
             return Ok(Err(Unsettled));
         };
-        self.tables.begin_struct_phase()?;
+        // The walks are few: the hypothetical map a table of what they assume.
+        self.tables.begin_struct_phase(true)?;
         let n = self.tables.map.len() as u32;
         for id in 1..n {
             // Settled as the first of its shape: canonical, a candidate for the walks.
@@ -738,7 +769,7 @@ impl Dedup<'_> {
                 return Ok(Err(Unsettled));
             }
         }
-        Ok(Ok(()))
+        Ok(Ok(settled.shaped))
     }
 
     /// Map what the shapes settle (see the module's comment); the structs of mapped shapes
@@ -762,7 +793,8 @@ impl Dedup<'_> {
             .partition_point(|&start| start < half)
             .clamp(1, unit_count);
         let split = units[middle];
-        let Some(shapes) = self.shapes_of_halves(&mut of, middle, split, threads)? else {
+        let Some((shapes, reaching)) = self.shapes_of_halves(&mut of, middle, split, threads)?
+        else {
             return Ok(None);
         };
         let Shapes { info, dirty, .. } = shapes;
@@ -799,20 +831,26 @@ impl Dedup<'_> {
         }
         self.types.units = units;
         result?;
-        Ok(Some(Settled { walked }))
+        let mut settled = Vec::new();
+        settled.try_reserve_exact(reaching.len())?;
+        settled.extend(reaching.iter().map(|&reaches| !reaches));
+        Ok(Some(Settled {
+            walked,
+            shaped: Shaped { of, settled },
+        }))
     }
 
     /// The shapes of every unit's records into `of`, units before `middle` (records before
     /// `split`) and the others made apart (on two threads if `threads`) and joined; what
-    /// reaches an ambiguous name unmarked as the first of its shape. `None`: the shapes
-    /// settle nothing here.
+    /// reaches an ambiguous name unmarked as the first of its shape; and per shape whether it
+    /// does. `None`: the shapes settle nothing here.
     fn shapes_of_halves<'s>(
         &'s self,
         of: &'s mut [u32],
         middle: usize,
         split: u32,
         threads: bool,
-    ) -> Result<Option<Shapes<'s, 's, 's>>> {
+    ) -> Result<Option<(Shapes<'s, 's, 's>, Vec<bool>)>> {
         let unit_count = self.types.units.len() - 1;
         let (first_of, second_of) = of.split_at_mut(split as usize);
         let mut first = Shapes::new(self, first_of, 0)?;
@@ -843,7 +881,131 @@ impl Dedup<'_> {
                 info.first_full = UNSET;
             }
         }
-        Ok(Some(first))
+        Ok(Some((first, reaching)))
+    }
+}
+
+impl Dedup<'_> {
+    /// The reference phase's work for the reference types (modifiers, typedefs, pointers,
+    /// arrays, prototypes) of a shape that reaches no ambiguous name: such types of one shape
+    /// refer to the same canonical types, so libbpf's phase makes the first of them it
+    /// finishes canonical and maps the others to it. Here they are visited in the phase's
+    /// order (ids ascending, each type's references before it) and mapped so, without
+    /// hashing them; the phase then only does the others (it finds these mapped). Called
+    /// after the forward declarations' phase, once the struct phase went as the shapes said.
+    pub(super) fn premap_references(&mut self, shaped: Shaped) -> Result<()> {
+        let Shaped { of, settled } = shaped;
+        let mut canonical: Vec<u32> = Vec::new();
+        canonical.try_reserve_exact(settled.len())?;
+        canonical.resize(settled.len(), UNSET);
+        let mut visited: Vec<u64> = Vec::new();
+        visited.try_reserve_exact(of.len().div_ceil(64))?;
+        visited.resize(of.len().div_ceil(64), 0);
+        // (reference type, its next reference to visit): a walk without recursion, as deep
+        // as the chains of references are long.
+        let mut stack: Vec<(u32, usize)> = Vec::new();
+        let limit = of.len() as u32;
+        for root in 1..limit {
+            if !self.enter_reference(root, limit, &mut visited, &mut stack)? {
+                continue;
+            }
+            while let Some(&mut (id, ref mut next)) = stack.last_mut() {
+                if let Some(target) = self.reference_target(id, *next) {
+                    *next += 1;
+                    self.enter_reference(target, limit, &mut visited, &mut stack)?;
+                    continue;
+                }
+                stack.pop();
+                let Some(&shape) = of.get(id as usize) else {
+                    continue;
+                };
+                if settled.get(shape as usize) != Some(&true) {
+                    continue;
+                }
+                let first = canonical[shape as usize];
+                if first == UNSET {
+                    canonical[shape as usize] = id;
+                    self.make_canonical_reference(id)?;
+                } else {
+                    self.tables.map[id as usize] = first;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Start the visit of `id` if it is a unit's reference type (below `limit`) not visited
+    /// yet.
+    fn enter_reference(
+        &self,
+        id: u32,
+        limit: u32,
+        visited: &mut [u64],
+        stack: &mut Vec<(u32, usize)>,
+    ) -> Result<bool> {
+        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
+        let Some(seen) = visited.get_mut(word).filter(|_| id < limit) else {
+            return Ok(false);
+        };
+        let reference = matches!(
+            self.kind(id),
+            Some(
+                Kind::Const
+                    | Kind::Volatile
+                    | Kind::Restrict
+                    | Kind::Ptr
+                    | Kind::Typedef
+                    | Kind::Func
+                    | Kind::TypeTag
+                    | Kind::DeclTag
+                    | Kind::Array
+                    | Kind::FuncProto
+            )
+        );
+        if *seen & bit != 0 || !reference {
+            return Ok(false);
+        }
+        *seen |= bit;
+        fallible::push(stack, (id, 0))?;
+        Ok(true)
+    }
+
+    /// Canonical reference type `id` as libbpf's reference phase leaves one: its references
+    /// made canonical, itself a candidate for the types the phase still hashes (the extra
+    /// records after every unit's, such as a function's prototype, and those the shapes do
+    /// not settle).
+    fn make_canonical_reference(&mut self, id: u32) -> Result<()> {
+        let Some(kind) = self.kind(id) else {
+            return Ok(());
+        };
+        let mut index = 0;
+        while let Some(target) = self.reference_target(id, index) {
+            let canonical = crate::btf::dedup_table::resolve(&self.tables.map, target);
+            match (kind, index) {
+                (Kind::Array, _) => self.set_word(id, index, canonical),
+                (Kind::FuncProto, 1..) => self.set_word(id, 2 * (index - 1) + 1, canonical),
+                _ => self.set_size_or_type(id, canonical),
+            }
+            index += 1;
+        }
+        self.tables.map[id as usize] = id;
+        let h = self.reference_hash(id, kind);
+        self.add_candidate(h, id)
+    }
+
+    /// Reference type `id`'s `index`th reference, in the order libbpf's reference phase
+    /// makes them canonical (a prototype's return type, then its parameters' types; an
+    /// array's element type, then its index type).
+    fn reference_target(&self, id: u32, index: usize) -> Option<u32> {
+        let r = self.record(id);
+        let words = self.words(id);
+        match r.kind? {
+            Kind::Array => words.get(index).copied().filter(|_| index < 2),
+            Kind::FuncProto if index == 0 => Some(r.size_or_type),
+            Kind::FuncProto => words.get(2 * (index - 1) + 1).copied(),
+            _ if index == 0 => Some(r.size_or_type),
+            _ => None,
+        }
     }
 }
 
@@ -932,6 +1094,8 @@ mod tests {
         /// Chance of a second record of a template in one unit (out of 100).
         twins: u64,
         index_int: u32,
+        /// Prototypes made in the units, for functions of the same prototype after them.
+        protos: Vec<u32>,
     }
 
     const STRUCTS: u32 = 7;
@@ -1115,6 +1279,11 @@ mod tests {
                 let k = (self.next)() as u32 % STRUCTS;
                 self.make(Template::PtrTo(k));
             }
+            if let Some(&proto) = self.made.get(&Template::Proto(0))
+                && self.chance(50)
+            {
+                self.protos.push(proto);
+            }
         }
     }
 
@@ -1141,6 +1310,7 @@ mod tests {
             defined: HashMap::new(),
             twins,
             index_int: 0,
+            protos: Vec::new(),
         };
         // The index `int`'s id, known once every unit is: the records are made with a
         // placeholder, then it is patched.
@@ -1152,6 +1322,16 @@ mod tests {
         g.units.push(first_extra);
         let index = Gen::record(Kind::Int, g.names[2], false, 0, 4);
         g.records.push((index, vec![32]));
+        // Functions, as the converter writes them after every unit's types: each with a copy
+        // of a unit's prototype (equal to it once deduplicated), after the index `int`.
+        for proto in core::mem::take(&mut g.protos) {
+            let copy = g.records[proto as usize].clone();
+            g.records.push(copy);
+            let function = g.records.len() as u32 - 1;
+            let name = g.names[71];
+            g.records
+                .push((Gen::record(Kind::Func, name, false, 1, function), vec![]));
+        }
         let mut types = Types::new().unwrap();
         for (record, mut words) in g.records.into_iter().skip(1) {
             if record.kind == Some(Kind::Array) {
@@ -1199,8 +1379,8 @@ mod tests {
         d.prim_phase().unwrap();
         match d.struct_phase_by_shapes(false).unwrap() {
             Err(_) => 1,
-            Ok(()) if walked == 0 => 2,
-            Ok(()) => 3,
+            Ok(_) if walked == 0 => 2,
+            Ok(_) => 3,
         }
     }
 
