@@ -826,7 +826,8 @@ impl<'a> Input<'a> {
         };
         // An offset past 4 GiB (DWARF64) is interned without the cache.
         let key = u32::try_from(offset).ok();
-        let recent = key.filter(|_| !in_sup).map(recent_slot);
+        // (u32::MAX marks an empty slot.)
+        let recent = key.filter(|&k| !in_sup && k != u32::MAX).map(recent_slot);
         if let (Some(key), Some(slot)) = (key, recent)
             && let Some(&(k, name)) = out.recent_names.get(slot)
             && k == key
