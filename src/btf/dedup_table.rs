@@ -117,6 +117,24 @@ pub(crate) fn name_table_get(table: &HashTable<(u32, u32)>, name: u32) -> Option
         .map(|&(_, id)| id)
 }
 
+/// The kinds libbpf's reference phase deduplicates (`btf_dedup_ref_type`): modifiers,
+/// typedefs, pointers, functions, tags, arrays and prototypes.
+pub(crate) fn is_reference_kind(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Const
+            | Kind::Volatile
+            | Kind::Restrict
+            | Kind::Ptr
+            | Kind::Typedef
+            | Kind::Func
+            | Kind::TypeTag
+            | Kind::DeclTag
+            | Kind::Array
+            | Kind::FuncProto
+    )
+}
+
 /// Whether `map` (a dedup's type → canonical type map) has processed `id` (not a marker).
 pub(crate) fn is_mapped(map: &[u32], id: u32) -> bool {
     map.get(id as usize).is_some_and(|&m| m < IN_PROGRESS)
@@ -881,23 +899,16 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             d.set_word(id, index, target);
             Ok(())
         };
-        let h = match kind {
-            Kind::Const
-            | Kind::Volatile
-            | Kind::Restrict
-            | Kind::Ptr
-            | Kind::Typedef
-            | Kind::Func
-            | Kind::TypeTag
-            | Kind::DeclTag => {
-                let target = self.ref_type(r.size_or_type, depth + 1)?;
-                self.set_size_or_type(id, target);
-                self.reference_hash(id, kind)
-            }
+        if !is_reference_kind(kind) {
+            return Err(Error::BadType {
+                id,
+                reason: "a type no dedup phase handles",
+            });
+        }
+        match kind {
             Kind::Array => {
                 canonical_word(self, 0)?;
                 canonical_word(self, 1)?;
-                self.reference_hash(id, kind)
             }
             Kind::FuncProto => {
                 let ret = self.ref_type(r.size_or_type, depth + 1)?;
@@ -905,15 +916,14 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                 for i in 0..usize::from(r.vlen) {
                     canonical_word(self, 2 * i + 1)?;
                 }
-                self.reference_hash(id, kind)
             }
+            // Modifiers, typedefs, pointers, functions and tags: one target each.
             _ => {
-                return Err(Error::BadType {
-                    id,
-                    reason: "a type no dedup phase handles",
-                });
+                let target = self.ref_type(r.size_or_type, depth + 1)?;
+                self.set_size_or_type(id, target);
             }
-        };
+        }
+        let h = self.reference_hash(id, kind);
         let new_id = self
             .find_candidate(h, |d, c| match kind {
                 Kind::DeclTag | Kind::Array | Kind::FuncProto => d.equal_all(id, c),

@@ -947,21 +947,9 @@ impl Dedup<'_> {
         let Some(seen) = visited.get_mut(word).filter(|_| id < limit) else {
             return Ok(false);
         };
-        let reference = matches!(
-            self.kind(id),
-            Some(
-                Kind::Const
-                    | Kind::Volatile
-                    | Kind::Restrict
-                    | Kind::Ptr
-                    | Kind::Typedef
-                    | Kind::Func
-                    | Kind::TypeTag
-                    | Kind::DeclTag
-                    | Kind::Array
-                    | Kind::FuncProto
-            )
-        );
+        let reference = self
+            .kind(id)
+            .is_some_and(crate::btf::dedup_table::is_reference_kind);
         if *seen & bit != 0 || !reference {
             return Ok(false);
         }
