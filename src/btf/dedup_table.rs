@@ -135,6 +135,13 @@ pub(crate) fn is_reference_kind(kind: Kind) -> bool {
     )
 }
 
+/// Whether the reference phase hashes and compares the kind-specific words of a reference
+/// type of `kind` (a tag's component, an array's types and size, a prototype's parameters),
+/// not only its common fields.
+fn compares_words(kind: Kind) -> bool {
+    matches!(kind, Kind::DeclTag | Kind::Array | Kind::FuncProto)
+}
+
 /// Whether `map` (a dedup's type → canonical type map) has processed `id` (not a marker).
 pub(crate) fn is_mapped(map: &[u32], id: u32) -> bool {
     map.get(id as usize).is_some_and(|&m| m < IN_PROGRESS)
@@ -241,9 +248,19 @@ pub(crate) trait DedupRecords {
     /// The reference phase's hash of reference type `id` of `kind`, its references made
     /// canonical.
     fn reference_hash(&self, id: u32, kind: Kind) -> u64 {
-        match kind {
-            Kind::DeclTag | Kind::Array | Kind::FuncProto => self.hash_all(id),
-            _ => self.hash_common(id),
+        if compares_words(kind) {
+            self.hash_all(id)
+        } else {
+            self.hash_common(id)
+        }
+    }
+
+    /// The reference phase's equality of reference types `a` and `b` of `kind`.
+    fn reference_equal(&self, a: u32, b: u32, kind: Kind) -> bool {
+        if compares_words(kind) {
+            self.equal_all(a, b)
+        } else {
+            self.equal_common(a, b)
         }
     }
 
@@ -341,28 +358,42 @@ pub(crate) trait DedupRecords {
 /// `hypot_adjust_canon`.
 #[derive(Debug, Default)]
 pub(crate) struct Hypot {
-    /// Canonical id → the candidate id assumed equivalent to it, or [`UNPROCESSED`]: one
-    /// entry per id, or (`sparse`) only the ids set, for a phase that walks few structs.
-    map: Vec<u32>,
-    sparse: Option<hashbrown::HashMap<u32, u32>>,
-    /// The canonical ids set in `map`, to clear them.
+    /// Canonical id → the candidate id assumed equivalent to it.
+    assumed: Assumed,
+    /// The canonical ids set in `assumed`, to clear them.
     list: Vec<u32>,
     /// The equivalence went through a base FWD that a module struct would resolve, so the
     /// candidate is not taken.
     adjust_canon: bool,
 }
 
+/// Where [`Hypot`] keeps its pairs.
+#[derive(Debug)]
+enum Assumed {
+    /// One entry per id ([`UNPROCESSED`]: none).
+    Every(Vec<u32>),
+    /// Only the ids set: for a phase that walks few structs.
+    Set(hashbrown::HashMap<u32, u32>),
+}
+
+impl Default for Assumed {
+    fn default() -> Self {
+        Assumed::Every(Vec::new())
+    }
+}
+
 impl Hypot {
     /// An empty map over `len` ids (a table of the ids set if `sparse`).
     fn new(len: usize, sparse: bool) -> Result<Hypot> {
-        let mut map = Vec::new();
-        if !sparse {
-            map = crate::fallible::vec_with_capacity(len)?;
+        let assumed = if sparse {
+            Assumed::Set(hashbrown::HashMap::new())
+        } else {
+            let mut map = crate::fallible::vec_with_capacity(len)?;
             map.resize(len, UNPROCESSED);
-        }
+            Assumed::Every(map)
+        };
         Ok(Hypot {
-            map,
-            sparse: sparse.then(hashbrown::HashMap::new),
+            assumed,
             list: Vec::new(),
             adjust_canon: false,
         })
@@ -370,9 +401,9 @@ impl Hypot {
 
     /// The candidate assumed equivalent to `canon`, or [`UNPROCESSED`].
     fn get(&self, canon: u32) -> u32 {
-        match &self.sparse {
-            Some(table) => table.get(&canon).copied(),
-            None => self.map.get(canon as usize).copied(),
+        match &self.assumed {
+            Assumed::Every(map) => map.get(canon as usize).copied(),
+            Assumed::Set(table) => table.get(&canon).copied(),
         }
         .unwrap_or(UNPROCESSED)
     }
@@ -380,15 +411,15 @@ impl Hypot {
     /// Assume `cand` equivalent to `canon`.
     fn set(&mut self, canon: u32, cand: u32) -> Result<()> {
         self.list.try_reserve(1)?;
-        match &mut self.sparse {
-            Some(table) => {
-                table.try_reserve(1)?;
-                table.insert(canon, cand);
-            }
-            None => {
-                if let Some(entry) = self.map.get_mut(canon as usize) {
+        match &mut self.assumed {
+            Assumed::Every(map) => {
+                if let Some(entry) = map.get_mut(canon as usize) {
                     *entry = cand;
                 }
+            }
+            Assumed::Set(table) => {
+                table.try_reserve(1)?;
+                table.insert(canon, cand);
             }
         }
         self.list.push(canon);
@@ -396,13 +427,13 @@ impl Hypot {
     }
 
     fn clear(&mut self) {
-        match &mut self.sparse {
-            Some(table) => table.clear(),
-            None => {
+        match &mut self.assumed {
+            Assumed::Every(map) => {
                 for &id in &self.list {
-                    self.map[id as usize] = UNPROCESSED;
+                    map[id as usize] = UNPROCESSED;
                 }
             }
+            Assumed::Set(table) => table.clear(),
         }
         self.list.clear();
         self.adjust_canon = false;
@@ -925,10 +956,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
         }
         let h = self.reference_hash(id, kind);
         let new_id = self
-            .find_candidate(h, |d, c| match kind {
-                Kind::DeclTag | Kind::Array | Kind::FuncProto => d.equal_all(id, c),
-                _ => d.equal_common(id, c),
-            })
+            .find_candidate(h, |d, c| d.reference_equal(id, c, kind))
             .unwrap_or(id);
         self.tables_mut().map[id as usize] = new_id;
         if new_id == id {

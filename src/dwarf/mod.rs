@@ -207,9 +207,28 @@ fn next_record_id(id: u32) -> Result<u32> {
         .ok_or_else(too_many_records)
 }
 
-/// Pass each type id of a record of `kind` through `f`: its `size_or_type` where the kind
-/// refers to a type, and the ids among its kind-specific `words` (an array's element and
-/// index types, members' and parameters' types).
+/// Which of the `len` kind-specific words of a record of `kind` are type ids: an array's
+/// element and index types, members' and parameters' types.
+fn type_id_words(kind: Kind, len: usize) -> impl Iterator<Item = usize> {
+    let (first, stride, count) = match kind {
+        Kind::Array => (0, 1, len.min(2)),
+        Kind::Struct | Kind::Union => (1, 3, len / 3),
+        Kind::FuncProto => (1, 2, len / 2),
+        _ => (0, 1, 0),
+    };
+    (0..count).map(move |i| first + i * stride)
+}
+
+/// The type ids of a record of `kind`, in order: its `size_or_type` where the kind refers to
+/// a type, then those among its kind-specific `words` ([`type_id_words`]).
+fn type_ids(kind: Kind, size_or_type: u32, words: &[u32]) -> impl Iterator<Item = u32> + '_ {
+    kind.has_type_ref()
+        .then_some(size_or_type)
+        .into_iter()
+        .chain(type_id_words(kind, words.len()).map(|i| words[i]))
+}
+
+/// Pass each type id of a record of `kind` through `f` ([`type_ids`]).
 fn map_type_ids(
     kind: Kind,
     size_or_type: &mut u32,
@@ -219,23 +238,8 @@ fn map_type_ids(
     if kind.has_type_ref() {
         *size_or_type = f(*size_or_type);
     }
-    match kind {
-        Kind::Array => {
-            for id in words.iter_mut().take(2) {
-                *id = f(*id);
-            }
-        }
-        Kind::Struct | Kind::Union => {
-            for member in words.chunks_exact_mut(3) {
-                member[1] = f(member[1]);
-            }
-        }
-        Kind::FuncProto => {
-            for param in words.chunks_exact_mut(2) {
-                param[1] = f(param[1]);
-            }
-        }
-        _ => {}
+    for i in type_id_words(kind, words.len()) {
+        words[i] = f(words[i]);
     }
 }
 

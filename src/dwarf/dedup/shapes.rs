@@ -111,7 +111,11 @@ impl Interner {
 
     /// The shape with `content`, if it was interned.
     fn find(&self, content: &[u32]) -> Option<u32> {
-        let h = Interner::hash(content);
+        self.find_hashed(Interner::hash(content), content)
+    }
+
+    /// [`Interner::find`], with `content`'s hash `h`.
+    fn find_hashed(&self, h: u64, content: &[u32]) -> Option<u32> {
         self.table
             .find(h, |&(hash, shape)| {
                 hash == h && self.content(shape) == content
@@ -122,29 +126,18 @@ impl Interner {
     /// The shape with `content`, interned if it is new; whether it is.
     fn intern(&mut self, content: &[u32]) -> Result<(u32, bool)> {
         let h = Interner::hash(content);
-        let Interner {
-            table,
-            starts,
-            words,
-        } = self;
-        let same = |&(hash, shape): &(u64, u32)| {
-            hash == h && {
-                let (start, end) = (starts[shape as usize], starts[shape as usize + 1]);
-                &words[start as usize..end as usize] == content
-            }
-        };
-        if let Some(&(_, shape)) = table.find(h, same) {
+        if let Some(shape) = self.find_hashed(h, content) {
             return Ok((shape, false));
         }
-        let shape = u32::try_from(starts.len() - 1)
+        let shape = u32::try_from(self.len())
             .ok()
             .filter(|&s| s < BUSY)
             .ok_or(crate::error::Error::OutOfMemory)?;
-        table.try_reserve(1, |&(hash, _)| hash)?;
-        fallible::extend(words, content)?;
-        let end = u32::try_from(words.len()).map_err(|_| crate::error::Error::OutOfMemory)?;
-        fallible::push(starts, end)?;
-        table.insert_unique(h, (h, shape), |&(hash, _)| hash);
+        self.table.try_reserve(1, |&(hash, _)| hash)?;
+        fallible::extend(&mut self.words, content)?;
+        let end = u32::try_from(self.words.len()).map_err(|_| crate::error::Error::OutOfMemory)?;
+        fallible::push(&mut self.starts, end)?;
+        self.table.insert_unique(h, (h, shape), |&(hash, _)| hash);
         Ok((shape, true))
     }
 
@@ -294,15 +287,15 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
         let slot = slot.unwrap_or(0);
         let shape = match r.kind {
             None => self.intern(&[VOID])?,
-            Some(Kind::Struct | Kind::Union | Kind::Enum | Kind::Enum64 | Kind::Fwd)
+            Some(kind @ (Kind::Struct | Kind::Union | Kind::Enum | Kind::Enum64 | Kind::Fwd))
                 if r.name != 0 =>
             {
-                let class = match r.kind {
-                    Some(Kind::Union) => UNION_CLASS,
-                    Some(Kind::Fwd) if r.kind_flag => UNION_CLASS,
-                    Some(Kind::Struct | Kind::Fwd) => STRUCT_CLASS,
-                    Some(kind) => kind as u32 + STRUCTURAL,
-                    None => VOID,
+                let class = match kind {
+                    Kind::Union => UNION_CLASS,
+                    Kind::Fwd if r.kind_flag => UNION_CLASS,
+                    Kind::Struct | Kind::Fwd => STRUCT_CLASS,
+                    // Enums, by kind.
+                    _ => kind as u32 + STRUCTURAL,
                 };
                 self.named(class, r.name)?
             }
@@ -332,7 +325,7 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
         }
         if r.kind == Some(Kind::Int) && id >= self.d.first_extra() {
             let canonical = crate::btf::dedup_table::resolve(&self.d.tables.map, id);
-            return Ok(Ok(self.intern(&[PRIMITIVE, canonical])?));
+            return Ok(Ok(self.named(PRIMITIVE_KEY, canonical)?));
         }
         Ok(Err(Unsettled))
     }
@@ -350,39 +343,26 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
             return Ok(Err(Unsettled));
         };
         let words = d.words(id);
-        // The references outside the members' or parameters' list.
-        let mut refs = [0u32; 2];
-        let fixed: &[u32] = match kind {
-            // What libbpf's walk rejects.
-            Kind::Var | Kind::DeclTag => return Ok(Err(Unsettled)),
-            Kind::Array => {
-                let (Some(&elem), Some(&index)) = (words.first(), words.get(1)) else {
-                    return Ok(Err(Unsettled));
-                };
-                refs = [elem, index];
-                &refs[..]
+        // What libbpf's walk rejects (Var, DeclTag), and what has no shape of its fields
+        // (Datasec, an anonymous forward declaration).
+        let shaped =
+            kind.has_type_ref() || matches!(kind, Kind::Array | Kind::Struct | Kind::Union);
+        if !shaped
+            || matches!(kind, Kind::Var | Kind::DeclTag)
+            || (kind == Kind::Array && words.len() < 2)
+        {
+            return Ok(Err(Unsettled));
+        }
+        for child in crate::dwarf::type_ids(kind, r.size_or_type, words) {
+            if let Err(unsettled) = self.shape(child, depth + 1)? {
+                return Ok(Err(unsettled));
             }
-            Kind::Struct | Kind::Union => &[],
-            // Modifiers, typedefs, functions and prototypes (the return type).
-            _ if kind.has_type_ref() => {
-                refs[0] = r.size_or_type;
-                &refs[..1]
-            }
-            // What has no shape (Datasec).
-            _ => return Ok(Err(Unsettled)),
-        };
+        }
         let stride = match kind {
             Kind::Struct | Kind::Union => 3,
             Kind::FuncProto => 2,
             _ => 0,
         };
-        let listed = words.chunks_exact(stride.max(1)).map(|entry| entry[1]);
-        let listed = listed.take(if stride == 0 { 0 } else { usize::MAX });
-        for child in fixed.iter().copied().chain(listed) {
-            if let Err(unsettled) = self.shape(child, depth + 1)? {
-                return Ok(Err(unsettled));
-            }
-        }
         // Made above: each in this half, or a shape of its own (void, an extra `int`).
         let of = |s: &mut Self, id: u32| -> Result<u32> {
             match id.checked_sub(s.base).and_then(|i| s.of.get(i as usize)) {
@@ -395,8 +375,8 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
         let fixed_len = match kind {
             Kind::Array => {
                 content[3] = r.size_or_type;
-                content[4] = of(self, refs[0])?;
-                content[5] = of(self, refs[1])?;
+                content[4] = of(self, words[0])?;
+                content[5] = of(self, words[1])?;
                 content[6] = words.get(2).copied().unwrap_or(0);
                 7
             }
@@ -448,16 +428,8 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
                 let Some(kind) = r.kind else {
                     continue;
                 };
-                let words = d.words(id);
                 let outside = |t: u32| t != 0 && (t < start || t >= stop) && t < first_extra;
-                let foreign = (kind.has_type_ref() && outside(r.size_or_type))
-                    || match kind {
-                        Kind::Array => words.iter().take(2).any(|&t| outside(t)),
-                        Kind::Struct | Kind::Union => words.chunks_exact(3).any(|m| outside(m[1])),
-                        Kind::FuncProto => words.chunks_exact(2).any(|p| outside(p[1])),
-                        _ => false,
-                    };
-                if foreign {
+                if crate::dwarf::type_ids(kind, r.size_or_type, d.words(id)).any(outside) {
                     return Ok(Err(Unsettled));
                 }
                 let Ok(shape) = self.shape(id, 0)? else {
@@ -505,33 +477,30 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
         id: u32,
         shape: u32,
     ) -> Result<core::result::Result<(), Unsettled>> {
-        let r = self.d.record(id);
-        let first = self.info[shape as usize].first_full == UNSET;
-        let definition = if r.name == 0 {
-            shape
-        } else if first {
+        let named = self.d.record(id).name != 0;
+        if self.info[shape as usize].first_full != UNSET {
+            // A copy: a named type's definition compared with the first's (an unnamed one's
+            // is its shape).
+            if named {
+                match self.same_definition(id, shape)? {
+                    Ok(true) => {}
+                    Ok(false) => self.info[shape as usize].ambiguous = true,
+                    Err(unsettled) => return Ok(Err(unsettled)),
+                }
+            }
+            return Ok(Ok(()));
+        }
+        let definition = if named {
             if let Err(unsettled) = self.build(id, 0)? {
                 return Ok(Err(unsettled));
             }
             self.intern_scratch()?
         } else {
-            // A copy: its definition compared with the first's, not interned.
-            let same = match self.same_definition(id, shape)? {
-                Ok(same) => same,
-                Err(unsettled) => return Ok(Err(unsettled)),
-            };
-            if !same {
-                self.info[shape as usize].ambiguous = true;
-            }
-            return Ok(Ok(()));
+            shape
         };
         let info = &mut self.info[shape as usize];
-        if first {
-            info.first_full = id;
-            info.definition = definition;
-        } else if info.definition != definition {
-            info.ambiguous = true;
-        }
+        info.first_full = id;
+        info.definition = definition;
         Ok(Ok(()))
     }
 
@@ -966,15 +935,15 @@ impl Dedup<'_> {
         let Some(kind) = self.kind(id) else {
             return Ok(());
         };
-        let mut index = 0;
-        while let Some(target) = self.reference_target(id, index) {
+        let size_or_type = self.record(id).size_or_type;
+        if kind.has_type_ref() {
+            let canonical = crate::btf::dedup_table::resolve(&self.tables.map, size_or_type);
+            self.set_size_or_type(id, canonical);
+        }
+        for index in crate::dwarf::type_id_words(kind, self.words(id).len()) {
+            let target = self.words(id)[index];
             let canonical = crate::btf::dedup_table::resolve(&self.tables.map, target);
-            match (kind, index) {
-                (Kind::Array, _) => self.set_word(id, index, canonical),
-                (Kind::FuncProto, 1..) => self.set_word(id, 2 * (index - 1) + 1, canonical),
-                _ => self.set_size_or_type(id, canonical),
-            }
-            index += 1;
+            self.set_word(id, index, canonical);
         }
         self.tables.map[id as usize] = id;
         let h = self.reference_hash(id, kind);
@@ -982,18 +951,11 @@ impl Dedup<'_> {
     }
 
     /// Reference type `id`'s `index`th reference, in the order libbpf's reference phase
-    /// makes them canonical (a prototype's return type, then its parameters' types; an
-    /// array's element type, then its index type).
+    /// makes them canonical ([`crate::dwarf::type_ids`]'s: a prototype's return type, then
+    /// its parameters' types; an array's element type, then its index type).
     fn reference_target(&self, id: u32, index: usize) -> Option<u32> {
         let r = self.record(id);
-        let words = self.words(id);
-        match r.kind? {
-            Kind::Array => words.get(index).copied().filter(|_| index < 2),
-            Kind::FuncProto if index == 0 => Some(r.size_or_type),
-            Kind::FuncProto => words.get(2 * (index - 1) + 1).copied(),
-            _ if index == 0 => Some(r.size_or_type),
-            _ => None,
-        }
+        crate::dwarf::type_ids(r.kind?, r.size_or_type, self.words(id)).nth(index)
     }
 }
 
