@@ -769,6 +769,9 @@ impl<'a> Input<'a> {
         attrs: &Attrs<'_, 'a>,
         at: At,
     ) -> Result<u32> {
+        if let Some(id) = attrs.resolved_type() {
+            return Ok(id);
+        }
         let target = self.target_value(unit, attrs.get(A::Type), at)?;
         self.resolve(out, target, at)
     }

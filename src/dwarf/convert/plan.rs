@@ -74,7 +74,7 @@ enum Step {
 
 /// The plan of one abbreviation: its steps in [`Plans`], which attributes its DIEs have, and
 /// whether they stand for a type unit's type (`DW_AT_signature`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Plan {
     first: u32,
     len: u32,
@@ -93,6 +93,8 @@ pub(super) struct Plans {
     steps: Vec<Step>,
     /// The steps of the last plan of a code past [`MAX_PLANNED_CODE`].
     scratch: Vec<Step>,
+    /// That plan.
+    scratch_plan: Plan,
 }
 
 impl Plans {
@@ -102,22 +104,36 @@ impl Plans {
         self.steps.clear();
     }
 
-    /// The plan of `abbrev`, made now if it is the first DIE of its code.
+    /// The plan of `abbrev`, made now if it is the first DIE of its code. Either way it is
+    /// read back from where it is kept: a plan just made and returned through the stack was
+    /// stored in two parts and loaded in two others, and the load, spanning both stores,
+    /// waited for every store before it to reach the cache (half of a kernel's walk).
     #[inline]
     pub(super) fn get(&mut self, abbrev: &gimli::Abbreviation) -> Result<Plan> {
-        match self.by_code.get(abbrev.code() as usize) {
-            Some(&Some(plan)) if abbrev.code() < MAX_PLANNED_CODE => Ok(plan),
-            _ => self.plan(abbrev),
+        let code = abbrev.code();
+        if code >= MAX_PLANNED_CODE || !matches!(self.by_code.get(code as usize), Some(Some(_))) {
+            self.plan(abbrev)?;
         }
+        Ok(if code >= MAX_PLANNED_CODE {
+            self.scratch_plan
+        } else {
+            self.by_code
+                .get(code as usize)
+                .copied()
+                .flatten()
+                .unwrap_or(self.scratch_plan)
+        })
     }
 
-    /// [`Plans::get`] of a code not planned yet.
+    /// Plan `abbrev` ([`Plans::get`] of a code not planned yet): kept by its code, or in
+    /// [`Plans::scratch_plan`] for a code past [`MAX_PLANNED_CODE`].
     #[inline(never)]
-    fn plan(&mut self, abbrev: &gimli::Abbreviation) -> Result<Plan> {
+    fn plan(&mut self, abbrev: &gimli::Abbreviation) -> Result<()> {
         let code = abbrev.code();
         if code >= MAX_PLANNED_CODE {
             self.scratch.clear();
-            return make(abbrev.attributes(), &mut self.scratch, true);
+            self.scratch_plan = make(abbrev.attributes(), &mut self.scratch, true)?;
+            return Ok(());
         }
         let code = code as usize;
         if code >= self.by_code.len() {
@@ -126,7 +142,7 @@ impl Plans {
         }
         let plan = make(abbrev.attributes(), &mut self.steps, false)?;
         self.by_code[code] = Some(plan);
-        Ok(plan)
+        Ok(())
     }
 
     /// Read the attributes `specs` of the DIE at `raw` as `plan` says, into `values` (with

@@ -26,12 +26,26 @@ type Value<'a> = AttributeValue<super::Reader<'a>>;
 pub(super) struct Attrs<'n, 'a> {
     present: u16,
     values: &'n [Value<'a>],
+    /// The id `DW_AT_type` refers to, where the walk found it ([`Node::type_id`]).
+    type_id: u32,
 }
+
+/// [`Node::type_id`] of a DIE whose `DW_AT_type` the records resolve.
+const UNRESOLVED: u32 = u32::MAX;
 
 impl<'n, 'a> Attrs<'n, 'a> {
     /// The attributes `present` that [`super::plan::Plans::read`] read into `values`.
     pub(super) fn new(present: u16, values: &'n [Value<'a>]) -> Attrs<'n, 'a> {
-        Attrs { present, values }
+        Attrs {
+            present,
+            values,
+            type_id: UNRESOLVED,
+        }
+    }
+
+    /// The id `DW_AT_type` refers to, if the walk resolved it (0: `void`).
+    pub(super) fn resolved_type(&self) -> Option<u32> {
+        (self.type_id != UNRESOLVED).then_some(self.type_id)
     }
 
     pub(super) fn get(&self, attr: A) -> Option<Value<'a>> {
@@ -73,6 +87,11 @@ struct Node {
     /// Which attributes it has ([`Attrs`]), and where their values start.
     present: u16,
     first: u32,
+    /// The id its `DW_AT_type` refers to, resolved by the walk, converting in one pass, when
+    /// it is a DIE of the same unit (almost every reference; [`UNRESOLVED`] otherwise):
+    /// relative to the unit's first id, plus one (0: `void`), until the unit's ids are known
+    /// ([`Input::convert_walked`]). The records' thread, the busier one, then only reads it.
+    type_id: u32,
     /// Index of its parent among the kept DIEs, if its parent is kept.
     parent: usize,
     /// One past the index of its last kept descendant.
@@ -123,7 +142,11 @@ impl<'a> Nodes<'a> {
             tag: node.tag,
             offset: node.offset,
             job: node.job,
-            attrs: Attrs::new(node.present, values),
+            attrs: Attrs {
+                present: node.present,
+                values,
+                type_id: node.type_id,
+            },
         }
     }
 
@@ -132,6 +155,51 @@ impl<'a> Nodes<'a> {
         self.values.clear();
         self.annotations = false;
         self.plans.clear();
+    }
+
+    /// Resolve each kept DIE's `DW_AT_type` that refers into its own unit, numbered in
+    /// `slots`, as [`Input::resolve`] would ([`Node::type_id`]); a reference to an alias (an
+    /// `_Atomic`) is left to it. `by_offset` holds, for each 4 bytes of the unit, the last
+    /// slot starting in them: a reference's slot in one load where [`UnitSlots::find`]
+    /// searched (a tenth of the walk). Its entries are never cleared: one is the slot only if
+    /// that slot is at the offset (else `find` looks).
+    fn resolve_types(&mut self, slots: &UnitSlots, by_offset: &mut Vec<u32>) -> Result<()> {
+        const TYPE: u16 = 1 << A::Type as u16;
+        if let Some(&(last, _)) = slots.slots.last() {
+            let len = (last / 4) as usize + 1;
+            if by_offset.len() < len {
+                by_offset.try_reserve(len - by_offset.len())?;
+                by_offset.resize(len, u32::MAX);
+            }
+            for (slot, &(offset, _)) in slots.slots.iter().enumerate() {
+                if let Some(entry) = by_offset.get_mut((offset / 4) as usize) {
+                    // Slots are fewer than a unit's bytes, which fit in 32 bits.
+                    *entry = slot as u32;
+                }
+            }
+        }
+        for node in &mut self.list {
+            if node.present & TYPE == 0 {
+                continue;
+            }
+            let index = (node.present & (TYPE - 1)).count_ones() as usize + node.first as usize;
+            let Some(&AttributeValue::UnitRef(offset)) = self.values.get(index) else {
+                continue;
+            };
+            let found = u32::try_from(offset.0).ok().and_then(|offset| {
+                by_offset
+                    .get((offset / 4) as usize)
+                    .and_then(|&slot| slots.slots.get(slot as usize))
+                    .filter(|&&(o, _)| o == offset)
+                    .or_else(|| slots.find(offset).and_then(|slot| slots.slots.get(slot)))
+            });
+            node.type_id = match found {
+                None => 0,
+                Some(&(_, ALIAS)) => UNRESOLVED,
+                Some(&(_, id)) => id + 1,
+            };
+        }
+        Ok(())
     }
 
     /// Whether a kept DIE is an annotation ([`Nodes::annotations`]).
@@ -400,8 +468,9 @@ impl<'a> Input<'a> {
             return result;
         }
         let mut spare = Nodes::default();
+        let mut by_offset = Vec::new();
         for index in 0..self.units.len() {
-            let walked = self.walk_unit(index, spare)?;
+            let walked = self.walk_unit(index, spare, &mut by_offset)?;
             spare = self.convert_walked(out, walked)?;
         }
         Ok(())
@@ -422,8 +491,9 @@ impl<'a> Input<'a> {
                         // Tells the converter the helper is gone, also if a walk panicked.
                         let _gone = queue.stop_on_drop(|walks| walks.helper_gone = true);
                         budget.run(|| {
+                            let mut by_offset = Vec::new();
                             while let Some((index, nodes)) = queue.next_walk() {
-                                queue.put(index, self.walk_unit(index, nodes));
+                                queue.put(index, self.walk_unit(index, nodes, &mut by_offset));
                             }
                         })
                     })
@@ -435,10 +505,13 @@ impl<'a> Input<'a> {
             // waits for it).
             let closed = queue.stop_on_drop(|walks| walks.closed = true);
             let mut result = Ok(());
+            let mut by_offset = Vec::new();
             loop {
                 match queue.next_step() {
                     Step::Stop => break,
-                    Step::Walk(index, nodes) => queue.put(index, self.walk_unit(index, nodes)),
+                    Step::Walk(index, nodes) => {
+                        queue.put(index, self.walk_unit(index, nodes, &mut by_offset))
+                    }
                     Step::Convert(walked) => {
                         match walked.and_then(|walked| self.convert_walked(out, walked)) {
                             Ok(nodes) => queue.give_back(nodes),
@@ -461,8 +534,15 @@ impl<'a> Input<'a> {
     }
 
     /// Walk unit `index`: its kept DIEs, in `nodes` (a converted unit's, emptied: their
-    /// memory reused); converting in one pass, its type DIEs numbered from 0.
-    fn walk_unit(&self, index: usize, mut nodes: Nodes<'a>) -> Result<Walked<'a>> {
+    /// memory reused); converting in one pass, its type DIEs numbered from 0 and the
+    /// references into the unit resolved, with `by_offset` (the walking thread's, kept from
+    /// unit to unit: [`Nodes::resolve_types`]).
+    fn walk_unit(
+        &self,
+        index: usize,
+        mut nodes: Nodes<'a>,
+        by_offset: &mut Vec<u32>,
+    ) -> Result<Walked<'a>> {
         let unit = self.load(index)?;
         nodes.clear();
         let mut walked = Walked {
@@ -483,6 +563,7 @@ impl<'a> Input<'a> {
         }
         if let Some(numbered) = &mut walked.numbered {
             numbered.slots.index()?;
+            walked.nodes.resolve_types(&numbered.slots, by_offset)?;
         }
         Ok(walked)
     }
@@ -517,6 +598,9 @@ impl<'a> Input<'a> {
             for node in &mut nodes.list {
                 if let Job::Type(id) = &mut node.job {
                     *id += base;
+                }
+                if node.type_id != UNRESOLVED && node.type_id != 0 {
+                    node.type_id += base - 1;
                 }
             }
             // Copied to their size (what every unit keeps to the end is allocated here, not
@@ -673,6 +757,7 @@ impl<'a> Input<'a> {
                     job,
                     present,
                     first,
+                    type_id: UNRESOLVED,
                     parent,
                     end: kept + 1,
                 },
