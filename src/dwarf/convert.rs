@@ -35,6 +35,7 @@ use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
 use crate::fallible;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
 use gimli::{
     AttributeValue, DwTag, EndianSlice, RunTimeEndian, Section, UnitOffset, constants as dw,
 };
@@ -243,6 +244,9 @@ struct Input<'a> {
     one_pass: bool,
     /// Whether subprograms become `FUNC` records ([`super::Options::functions`]).
     functions: bool,
+    /// The names the records' thread interned recently (its [`Output`] writes them), which
+    /// the walks read too ([`RecentNames`]).
+    recent_names: RecentNames,
 }
 
 /// The unit a pass is in, with its abbreviations (parsed for the pass, dropped after it): a
@@ -269,9 +273,6 @@ struct Output<'a, 'w> {
     /// The name offset of each `.debug_str` offset interned (4-byte keys: half the table of
     /// 8-byte ones, read at random for each of a kernel's millions of names).
     names: HashMap<u32, u32>,
-    /// The last name looked up at each slot of a direct-mapped cache in front of `names`
-    /// (`.debug_str` offset, name offset; empty until the first name).
-    recent_names: Vec<(u32, u32)>,
     /// The same for the supplementary file's `.debug_str`.
     sup_names: HashMap<u32, u32>,
     /// The unit whose records are being written.
@@ -334,6 +335,7 @@ impl<'a, 'w> Converter<'a, 'w> {
             scanned: core::sync::atomic::AtomicUsize::new(0),
             one_pass: false,
             functions: options.functions,
+            recent_names: RecentNames::new(sections.get(gimli::SectionId::DebugStr).len())?,
         };
         input.read_headers()?;
         // Reading every unit's header mapped a page around each (the kernel maps 16 at a
@@ -365,7 +367,6 @@ impl<'a, 'w> Converter<'a, 'w> {
             index_type: None,
             functions,
             names: HashMap::new(),
-            recent_names: Vec::new(),
             sup_names: HashMap::new(),
             current: None,
             numbered: Vec::new(),
@@ -395,12 +396,51 @@ impl<'a, 'w> Converter<'a, 'w> {
     }
 }
 
-/// Slots of [`Output::recent_names`] (a power of two).
-const RECENT_NAMES: usize = 1 << 16;
+/// A direct-mapped cache of the last name interned at each slot (`.debug_str` offset, name
+/// offset) in front of [`Output::names`]: a hash table looked up for each of a kernel's
+/// millions of names was a tenth of the records' thread. The walking threads read it too,
+/// to give the records the names found there ([`Input::walk_unit`]), while the records'
+/// thread writes it: each slot is one atomic word holding both offsets, so that a slot read
+/// is a pair once written, and a name once interned keeps its offset.
+struct RecentNames {
+    slots: Vec<AtomicU64>,
+}
 
-/// The slot of `.debug_str` offset `key` in [`Output::recent_names`].
-fn recent_slot(key: u32) -> usize {
-    (u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as usize & (RECENT_NAMES - 1)
+/// Most slots of [`RecentNames`] (a power of two): 512 KiB.
+const RECENT_NAMES: usize = 1 << 16;
+/// A slot of [`RecentNames`] holding no name (no key is `u32::MAX`).
+const NO_NAME: u64 = u64::MAX;
+
+impl RecentNames {
+    /// A cache for names of a `.debug_str` of `strings` bytes: a slot for each 8 bytes, up to
+    /// [`RECENT_NAMES`].
+    fn new(strings: usize) -> Result<RecentNames> {
+        let len = (strings / 8).clamp(1, RECENT_NAMES).next_power_of_two();
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(len)?;
+        slots.resize_with(len, || AtomicU64::new(NO_NAME));
+        Ok(RecentNames { slots })
+    }
+
+    /// The slot of `.debug_str` offset `key`.
+    fn slot(&self, key: u32) -> Option<&AtomicU64> {
+        let hash = u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48;
+        self.slots.get(hash as usize & (self.slots.len() - 1))
+    }
+
+    /// The name of `key`, if it is the one cached at its slot.
+    #[inline]
+    fn get(&self, key: u32) -> Option<u32> {
+        let entry = self.slot(key)?.load(Ordering::Relaxed);
+        (entry >> 32 == u64::from(key) && key != u32::MAX).then_some(entry as u32)
+    }
+
+    /// Cache `key`'s `name` at its slot.
+    fn remember(&self, key: u32, name: u32) {
+        if let Some(slot) = self.slot(key) {
+            slot.store(u64::from(key) << 32 | u64::from(name), Ordering::Relaxed);
+        }
+    }
 }
 
 /// Units between two releases of every DWARF section ([`Input::release_unit`]): a madvise
@@ -829,17 +869,14 @@ impl<'a> Input<'a> {
         };
         // An offset past 4 GiB (DWARF64) is interned without the cache.
         let key = u32::try_from(offset).ok();
-        // (u32::MAX marks an empty slot.)
-        let recent = key.filter(|&k| !in_sup && k != u32::MAX).map(recent_slot);
-        if let (Some(key), Some(slot)) = (key, recent)
-            && let Some(&(k, name)) = out.recent_names.get(slot)
-            && k == key
-        {
+        // The cache holds the input's own names only.
+        let recent = key.filter(|_| !in_sup);
+        if let Some(name) = recent.and_then(|key| self.recent_names.get(key)) {
             return Ok(name);
         }
         if let Some(&name) = key.and_then(|key| out.name_cache(in_sup).get(&key)) {
-            if let (Some(key), Some(slot)) = (key, recent) {
-                out.remember_name(slot, key, name)?;
+            if let Some(key) = recent {
+                self.recent_names.remember(key, name);
             }
             return Ok(name);
         }
@@ -851,11 +888,25 @@ impl<'a> Input<'a> {
             let names = out.name_cache(in_sup);
             names.try_reserve(1)?;
             names.insert(key, name);
-            if let Some(slot) = recent {
-                out.remember_name(slot, key, name)?;
+            if let Some(key) = recent {
+                self.recent_names.remember(key, name);
             }
         }
         Ok(name)
+    }
+
+    /// The interned `DW_AT_name` of a DIE with `attrs` (in unit `unit`; 0: none).
+    fn name_of(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        attrs: &Attrs<'_, 'a>,
+        at: At,
+    ) -> Result<u32> {
+        match attrs.recalled_name() {
+            Some(name) => Ok(name),
+            None => self.intern_value(out, unit, attrs.get(A::Name), at),
+        }
     }
 
     fn udata(&self, die: &Die<'_, '_, 'a>, attr: gimli::DwAt, at: At) -> Result<Option<u64>> {
@@ -872,18 +923,6 @@ impl<'a, 'w> Output<'a, 'w> {
         } else {
             &mut self.names
         }
-    }
-
-    /// Keep `key`'s `name` at `slot` of [`Output::recent_names`].
-    fn remember_name(&mut self, slot: usize, key: u32, name: u32) -> Result<()> {
-        if self.recent_names.is_empty() {
-            self.recent_names.try_reserve_exact(RECENT_NAMES)?;
-            self.recent_names.resize(RECENT_NAMES, (u32::MAX, 0));
-        }
-        if let Some(entry) = self.recent_names.get_mut(slot) {
-            *entry = (key, name);
-        }
-        Ok(())
     }
 
     /// Intern a name (`None` and empty: anonymous, offset 0).

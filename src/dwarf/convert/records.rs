@@ -44,7 +44,7 @@ impl<'a> Input<'a> {
             }
             dw::DW_TAG_typedef => {
                 let target = self.type_of(out, unit, attrs, at)?;
-                let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
+                let name = self.name_of(out, unit, attrs, at)?;
                 self.decl_tags(out, unit, nodes, node, id, -1, at)?;
                 Record::new(name, Kind::Typedef, false, 0, target)
             }
@@ -80,7 +80,7 @@ impl<'a> Input<'a> {
         let encoding = gimli::DwAte(encoding as u8);
         let size = u32::try_from(byte_size).map_err(|_| at.err("a base type's size overflows"))?;
         if encoding == dw::DW_ATE_float {
-            let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
+            let name = self.name_of(out, unit, attrs, at)?;
             return out
                 .types
                 .set(id, Record::new(name, Kind::Float, false, 0, size), &[]);
@@ -101,7 +101,7 @@ impl<'a> Input<'a> {
         let (name, size) = if size == 0 || !size.is_power_of_two() || size > 16 {
             (out.intern(Some(&b"__SANITIZED_FAKE_INT__"[..]), at)?, 4)
         } else {
-            (self.intern_value(out, unit, attrs.get(A::Name), at)?, size)
+            (self.name_of(out, unit, attrs, at)?, size)
         };
         out.types.set(
             id,
@@ -182,7 +182,7 @@ impl<'a> Input<'a> {
         let die = nodes.get(node);
         let union = die.tag == dw::DW_TAG_union_type;
         let kind = if union { Kind::Union } else { Kind::Struct };
-        let name_off = self.intern_value(out, unit, die.attrs.get(A::Name), at)?;
+        let name_off = self.name_of(out, unit, &die.attrs, at)?;
         if die.attrs.flag(A::Declaration) {
             // libbpf rejects an anonymous FWD; an empty anonymous type says the same.
             let record = if name_off == 0 {
@@ -210,7 +210,7 @@ impl<'a> Input<'a> {
                     _ => continue,
                 }
                 let attrs = &member.attrs;
-                let member_name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
+                let member_name = self.name_of(out, unit, attrs, at)?;
                 let member_type = self.type_of(out, unit, attrs, at)?;
                 let bitfield_size = attrs.udata(A::BitSize).unwrap_or(0);
                 let bit_offset =
@@ -337,7 +337,7 @@ impl<'a> Input<'a> {
         at: At,
     ) -> Result<()> {
         let attrs = &nodes.get(node).attrs;
-        let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
+        let name = self.name_of(out, unit, attrs, at)?;
         // pahole: a declaration (no size) is an `int`-sized enum without values.
         let size = match attrs.udata(A::ByteSize) {
             None | Some(0) => 4,
@@ -363,7 +363,7 @@ impl<'a> Input<'a> {
                 if enumerator.tag != dw::DW_TAG_enumerator {
                     continue;
                 }
-                let value_name = self.intern_value(out, unit, enumerator.attrs.get(A::Name), at)?;
+                let value_name = self.name_of(out, unit, &enumerator.attrs, at)?;
                 let value = enumerator.attrs.udata(A::ConstValue).unwrap_or(0);
                 if wide {
                     fallible::extend(words, &[value_name, value as u32, (value >> 32) as u32])?;
@@ -450,7 +450,7 @@ impl<'a> Input<'a> {
             match param.tag {
                 dw::DW_TAG_formal_parameter => {
                     let name = if named {
-                        self.intern_value(out, unit, param.attrs.get(A::Name), at)?
+                        self.name_of(out, unit, &param.attrs, at)?
                     } else {
                         0
                     };
@@ -513,7 +513,7 @@ impl<'a> Input<'a> {
             Ok(proto)
         })?;
         let func = out.next_extra()?;
-        let name = self.intern_value(out, unit, attrs.get(A::Name), at)?;
+        let name = self.name_of(out, unit, attrs, at)?;
         out.extra
             .push(Record::new(name, Kind::Func, false, 0, proto), &[])?;
         self.decl_tags(out, unit, nodes, node, func, -1, at)?;

@@ -28,6 +28,8 @@ pub(super) struct Attrs<'n, 'a> {
     values: &'n [Value<'a>],
     /// The id `DW_AT_type` refers to, where the walk found it ([`Node::type_id`]).
     type_id: u32,
+    /// The interned `DW_AT_name`, where it was recalled ([`Node::name`]).
+    name: u32,
 }
 
 /// [`Node::type_id`] of a DIE whose `DW_AT_type` the records resolve.
@@ -40,12 +42,18 @@ impl<'n, 'a> Attrs<'n, 'a> {
             present,
             values,
             type_id: UNRESOLVED,
+            name: UNRESOLVED,
         }
     }
 
     /// The id `DW_AT_type` refers to, if the walk resolved it (0: `void`).
     pub(super) fn resolved_type(&self) -> Option<u32> {
         (self.type_id != UNRESOLVED).then_some(self.type_id)
+    }
+
+    /// The interned `DW_AT_name`, if it was recalled.
+    pub(super) fn recalled_name(&self) -> Option<u32> {
+        (self.name != UNRESOLVED).then_some(self.name)
     }
 
     pub(super) fn get(&self, attr: A) -> Option<Value<'a>> {
@@ -92,6 +100,9 @@ struct Node {
     /// relative to the unit's first id, plus one (0: `void`), until the unit's ids are known
     /// ([`Input::convert_walked`]). The records' thread, the busier one, then only reads it.
     type_id: u32,
+    /// Its `DW_AT_name` interned, when the walk found it among the names the records' thread
+    /// interned recently ([`Nodes::recall_names`]); [`UNRESOLVED`] otherwise.
+    name: u32,
     /// Index of its parent among the kept DIEs, if its parent is kept.
     parent: usize,
     /// One past the index of its last kept descendant.
@@ -146,6 +157,7 @@ impl<'a> Nodes<'a> {
                 present: node.present,
                 values,
                 type_id: node.type_id,
+                name: node.name,
             },
         }
     }
@@ -200,6 +212,26 @@ impl<'a> Nodes<'a> {
             };
         }
         Ok(())
+    }
+
+    /// Set each kept DIE's [`Node::name`] whose `.debug_str` offset is in the cache of
+    /// recent names: the records' thread, the busier one, then interns only the others (a
+    /// tenth of its time, waiting for the cache's misses one by one). A name found is
+    /// interned already, so this changes no name's place among the strings.
+    fn recall_names(&mut self, recent: &super::RecentNames) {
+        const NAME: u16 = 1 << A::Name as u16;
+        for node in &mut self.list {
+            if node.present & NAME == 0 {
+                continue;
+            }
+            // The name is the first of the values ([`A`]'s order).
+            if let Some(&AttributeValue::DebugStrRef(offset)) = self.values.get(node.first as usize)
+                && let Ok(key) = u32::try_from(offset.0)
+                && let Some(name) = recent.get(key)
+            {
+                node.name = name;
+            }
+        }
     }
 
     /// Whether a kept DIE is an annotation ([`Nodes::annotations`]).
@@ -565,6 +597,9 @@ impl<'a> Input<'a> {
             numbered.slots.index()?;
             walked.nodes.resolve_types(&numbered.slots, by_offset)?;
         }
+        if !self.units[index].in_sup {
+            walked.nodes.recall_names(&self.recent_names);
+        }
         Ok(walked)
     }
 
@@ -758,6 +793,7 @@ impl<'a> Input<'a> {
                     present,
                     first,
                     type_id: UNRESOLVED,
+                    name: UNRESOLVED,
                     parent,
                     end: kept + 1,
                 },
