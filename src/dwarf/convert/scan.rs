@@ -233,7 +233,7 @@ impl<'a> Input<'a> {
             let parent = parents.last().copied();
             let tag = abbrev.tag();
             let specs = abbrev.attributes();
-            let plan = plans.get(abbrev)?;
+            let plan = plans.get(abbrev, &raw, unit.encoding())?;
             let annotation =
                 tag == DW_TAG_LLVM_ANNOTATION && parent == Some(dw::DW_TAG_pointer_type);
             if has_sup && specs.iter().any(|s| refers_to_sup(s.form(), data.in_sup)) {
@@ -247,7 +247,7 @@ impl<'a> Input<'a> {
                 values.clear();
                 values.try_reserve(WANTED)?;
                 let present = plans
-                    .read(plan, &mut raw, specs, &mut values)
+                    .read(plan, &mut raw, &unit.header, specs, &mut values)
                     .map_err(|e| at.err(gimli_reason(e)))?;
                 let attrs = Attrs::new(present, &values);
                 if let Some(signature) = attrs.get(A::Signature) {

@@ -706,7 +706,7 @@ impl<'a> Input<'a> {
                 walked.complete = nodes.list.len();
             }
             let tag = abbrev.tag();
-            let plan = nodes.plans.get(abbrev)?;
+            let plan = nodes.plans.get(abbrev, &raw, walked.unit.encoding())?;
             let parent = match open.last() {
                 Some(&(i, d)) if d == depth - 1 => i,
                 _ => NO_PARENT,
@@ -750,7 +750,7 @@ impl<'a> Input<'a> {
                     scratch.try_reserve(WANTED)?;
                     let present = nodes
                         .plans
-                        .read(plan, &mut raw, specs, &mut scratch)
+                        .read(plan, &mut raw, &walked.unit.header, specs, &mut scratch)
                         .map_err(|e| at.err(gimli_reason(e)))?;
                     self.number_alias(numbered, index, Attrs::new(present, &scratch), offset, at)?;
                 } else {
@@ -764,7 +764,13 @@ impl<'a> Input<'a> {
             nodes.values.try_reserve(WANTED)?;
             let present = nodes
                 .plans
-                .read(plan, &mut raw, specs, &mut nodes.values)
+                .read(
+                    plan,
+                    &mut raw,
+                    &walked.unit.header,
+                    specs,
+                    &mut nodes.values,
+                )
                 .map_err(|e| at.err(gimli_reason(e)))?;
             if let Some(numbered) = numbering.as_deref_mut() {
                 let attrs = Attrs::new(present, &nodes.values[first as usize..]);
