@@ -347,6 +347,9 @@ impl<'a, 'w> Converter<'a, 'w> {
             && input.units.iter().all(|u| !u.in_debug_types);
         let mut types = Types::new()?;
         let first_extra = if input.one_pass {
+            // Extra records' ids and pending references' both start there.
+            const _: () = assert!(EXTRA_BASE < PENDING_BASE);
+            types.provisional = Some((EXTRA_BASE, Vec::new()));
             EXTRA_BASE
         } else {
             let next_id = input.number_types()?;
@@ -795,7 +798,7 @@ impl<'a> Input<'a> {
                 id
             }
         };
-        out.types.map_type_ids(settle);
+        out.types.map_provisional_ids(settle);
         out.extra.map_type_ids(settle);
         out.first_extra = count;
         Ok(())

@@ -279,6 +279,11 @@ struct Types {
     /// Converting in one pass: the first id of each unit's records, then the first extra
     /// record's id (empty otherwise); what [`dedup`]'s shapes read a unit by.
     units: Vec<u32>,
+    /// Converting in one pass: the provisional ids' least (an extra record's or a reference
+    /// into a unit not numbered yet), and the records [`Types::set`] wrote with one, which
+    /// alone have ids to settle ([`Types::map_provisional_ids`]; a pass over every record
+    /// was most of the time between the conversion and the deduplication).
+    provisional: Option<(u32, Vec<u32>)>,
 }
 
 impl Types {
@@ -295,6 +300,7 @@ impl Types {
             records: Vec::new(),
             words: Vec::new(),
             units: Vec::new(),
+            provisional: None,
         }
     }
 
@@ -320,6 +326,11 @@ impl Types {
                 "DWARF conversion: no slot for a type id",
             ))?;
         *slot = record;
+        if let (Some((least, ids)), Some(kind)) = (&mut self.provisional, record.kind)
+            && type_ids(kind, record.size_or_type, words).any(|t| t >= *least)
+        {
+            fallible::push(ids, id)?;
+        }
         Ok(())
     }
 
@@ -349,12 +360,31 @@ impl Types {
     /// Pass every type id the records hold through `f` ([`map_type_ids`]).
     fn map_type_ids(&mut self, mut f: impl FnMut(u32) -> u32) {
         for record in &mut self.records {
-            let Some(kind) = record.kind else { continue };
-            let start = record.first_word as usize;
-            let count = record.word_count();
-            if let Some(words) = self.words.get_mut(start..start + count) {
-                map_type_ids(kind, &mut record.size_or_type, words, &mut f);
+            Types::map_record_ids(&mut self.words, record, &mut f);
+        }
+    }
+
+    /// Pass the type ids of the records written with a provisional id through `f`, those of
+    /// the others left as they are (`f` must leave every id below the provisional ones as
+    /// it is); every record's, unless provisional ids are tracked.
+    fn map_provisional_ids(&mut self, mut f: impl FnMut(u32) -> u32) {
+        let Some((_, ids)) = &self.provisional else {
+            return self.map_type_ids(f);
+        };
+        for &id in ids {
+            if let Some(record) = self.records.get_mut(id as usize) {
+                Types::map_record_ids(&mut self.words, record, &mut f);
             }
+        }
+    }
+
+    /// [`map_type_ids`] of `record`, its words in `words`.
+    fn map_record_ids(words: &mut [u32], record: &mut Record, f: impl FnMut(u32) -> u32) {
+        let Some(kind) = record.kind else { return };
+        let start = record.first_word as usize;
+        let count = record.word_count();
+        if let Some(words) = words.get_mut(start..start + count) {
+            map_type_ids(kind, &mut record.size_or_type, words, f);
         }
     }
 
