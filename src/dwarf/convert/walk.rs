@@ -111,6 +111,14 @@ struct Node {
 
 const NO_PARENT: usize = usize::MAX;
 
+impl Node {
+    /// Its attribute `attr`, its values among the unit's `values`.
+    #[inline]
+    fn attr<'a>(&self, values: &[Value<'a>], attr: A) -> Option<Value<'a>> {
+        Attrs::new(self.present, values.get(self.first as usize..)?).get(attr)
+    }
+}
+
 /// The kept DIEs, and the values of their attributes (only the ones present).
 #[derive(Debug, Default)]
 pub(super) struct Nodes<'a> {
@@ -176,7 +184,6 @@ impl<'a> Nodes<'a> {
     /// searched (a tenth of the walk). Its entries are never cleared: one is the slot only if
     /// that slot is at the offset (else `find` looks).
     fn resolve_types(&mut self, slots: &UnitSlots, by_offset: &mut Vec<u32>) -> Result<()> {
-        const TYPE: u16 = 1 << A::Type as u16;
         if let Some(&(last, _)) = slots.slots.last() {
             let len = (last / 4) as usize + 1;
             if by_offset.len() < len {
@@ -191,11 +198,7 @@ impl<'a> Nodes<'a> {
             }
         }
         for node in &mut self.list {
-            if node.present & TYPE == 0 {
-                continue;
-            }
-            let index = (node.present & (TYPE - 1)).count_ones() as usize + node.first as usize;
-            let Some(&AttributeValue::UnitRef(offset)) = self.values.get(index) else {
+            let Some(AttributeValue::UnitRef(offset)) = node.attr(&self.values, A::Type) else {
                 continue;
             };
             let found = u32::try_from(offset.0).ok().and_then(|offset| {
@@ -219,13 +222,8 @@ impl<'a> Nodes<'a> {
     /// tenth of its time, waiting for the cache's misses one by one). A name found is
     /// interned already, so this changes no name's place among the strings.
     fn recall_names(&mut self, recent: &super::RecentNames) {
-        const NAME: u16 = 1 << A::Name as u16;
         for node in &mut self.list {
-            if node.present & NAME == 0 {
-                continue;
-            }
-            // The name is the first of the values ([`A`]'s order).
-            if let Some(&AttributeValue::DebugStrRef(offset)) = self.values.get(node.first as usize)
+            if let Some(AttributeValue::DebugStrRef(offset)) = node.attr(&self.values, A::Name)
                 && let Ok(key) = u32::try_from(offset.0)
                 && let Some(name) = recent.get(key)
             {
