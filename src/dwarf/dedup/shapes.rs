@@ -756,10 +756,19 @@ impl Dedup<'_> {
         let mut of = Vec::new();
         of.try_reserve_exact(first_extra as usize)?;
         of.resize(first_extra as usize, UNSET);
-        // Two halves of about as many records, the second from unit `middle`.
-        let half = units[0] + (first_extra - units[0]) / 2;
+        // Two halves of about as much work, the second from unit `middle`: a record's shape
+        // costs about as much as reading its words (a struct's members) again (by records
+        // alone, a kernel's second half took half as long again as its first).
+        let work = |id: u32| {
+            let words = match self.types.records.get(id as usize) {
+                Some(r) => r.first_word,
+                None => self.types.words.len() as u32,
+            };
+            u64::from(id) + u64::from(words)
+        };
+        let half = work(units[0]) + work(first_extra).saturating_sub(work(units[0])) / 2;
         let middle = units[..unit_count]
-            .partition_point(|&start| start < half)
+            .partition_point(|&start| work(start) < half)
             .clamp(1, unit_count);
         let split = units[middle];
         let Some((shapes, reaching)) = self.shapes_of_halves(&mut of, middle, split, threads)?
