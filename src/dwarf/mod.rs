@@ -275,9 +275,6 @@ impl Record {
 #[derive(Debug)]
 struct Types {
     records: Vec<Record>,
-    /// Each record's kind again, a byte each: what the deduplication's passes over every
-    /// record mostly read (a kernel's 3.3 million records are 53 MB, their kinds 3 MB).
-    kinds: Vec<Option<Kind>>,
     words: Vec<u32>,
     /// Converting in one pass: the first id of each unit's records, then the first extra
     /// record's id (empty otherwise); what [`dedup`]'s shapes read a unit by.
@@ -293,7 +290,7 @@ impl Types {
     /// Holding only `void`, id 0.
     fn new() -> Result<Types> {
         let mut types = Types::empty();
-        types.push(Record::VOID, &[])?;
+        fallible::push(&mut types.records, Record::VOID)?;
         Ok(types)
     }
 
@@ -301,7 +298,6 @@ impl Types {
     fn empty() -> Types {
         Types {
             records: Vec::new(),
-            kinds: Vec::new(),
             words: Vec::new(),
             units: Vec::new(),
             provisional: None,
@@ -315,9 +311,6 @@ impl Types {
             .try_reserve(count.saturating_sub(self.records.len()))?;
         self.records
             .resize(count.max(self.records.len()), Record::VOID);
-        self.kinds
-            .try_reserve(self.records.len().saturating_sub(self.kinds.len()))?;
-        self.kinds.resize(self.records.len(), None);
         Ok(())
     }
 
@@ -333,9 +326,6 @@ impl Types {
                 "DWARF conversion: no slot for a type id",
             ))?;
         *slot = record;
-        if let Some(kind) = self.kinds.get_mut(id as usize) {
-            *kind = record.kind;
-        }
         if let (Some((least, ids)), Some(kind)) = (&mut self.provisional, record.kind)
             && type_ids(kind, record.size_or_type, words).any(|t| t >= *least)
         {
@@ -348,10 +338,7 @@ impl Types {
     fn push(&mut self, mut record: Record, words: &[u32]) -> Result<()> {
         record.first_word = word_index(&self.words)?;
         fallible::extend(&mut self.words, words)?;
-        self.kinds.try_reserve(1)?;
-        fallible::push(&mut self.records, record)?;
-        self.kinds.push(record.kind);
-        Ok(())
+        fallible::push(&mut self.records, record)
     }
 
     /// Append all of `other`'s records after this one's.
@@ -362,7 +349,6 @@ impl Types {
         // length fits, so does every shifted index.
         word_index(&self.words)?;
         self.records.try_reserve(other.records.len())?;
-        fallible::extend(&mut self.kinds, &other.kinds)?;
         self.records
             .extend(other.records.into_iter().map(|r| Record {
                 first_word: r.first_word + shift,

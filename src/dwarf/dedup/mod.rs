@@ -133,10 +133,6 @@ impl DedupRecords for Dedup<'_> {
             .unwrap_or(Record::VOID)
     }
 
-    fn kind(&self, id: u32) -> Option<crate::btf::Kind> {
-        self.types.kinds.get(id as usize).copied().flatten()
-    }
-
     fn words(&self, id: u32) -> &[u32] {
         match self.types.records.get(id as usize) {
             Some(r) => self.types.words(r),
