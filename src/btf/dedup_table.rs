@@ -877,10 +877,10 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             }
         }
         for id in start..end {
-            if self.kind(id) != Some(Kind::Fwd) || self.tables().map[id as usize] != id {
+            let r = self.record(id);
+            if r.kind != Some(Kind::Fwd) || self.tables().map[id as usize] != id {
                 continue;
             }
-            let r = self.record(id);
             let cand = match (self.base_composite(r.name), name_table_get(&names, r.name)) {
                 (Some(c), None) | (None, Some(c)) => c,
                 _ => continue,

@@ -799,8 +799,6 @@ impl<'a> Input<'a> {
             }
         };
         out.types.map_provisional_ids(settle);
-        // Settled: what tracked them is not needed past the peak to come.
-        out.types.provisional = None;
         out.extra.map_type_ids(settle);
         out.first_extra = count;
         Ok(())

@@ -366,12 +366,13 @@ impl Types {
 
     /// Pass the type ids of the records written with a provisional id through `f`, those of
     /// the others left as they are (`f` must leave every id below the provisional ones as
-    /// it is); every record's, unless provisional ids are tracked.
+    /// it is), and stop tracking them (the list is not kept past the peak to come); every
+    /// record's, unless provisional ids are tracked.
     fn map_provisional_ids(&mut self, mut f: impl FnMut(u32) -> u32) {
-        let Some((_, ids)) = &self.provisional else {
+        let Some((_, ids)) = self.provisional.take() else {
             return self.map_type_ids(f);
         };
-        for &id in ids {
+        for id in ids {
             if let Some(record) = self.records.get_mut(id as usize) {
                 Types::map_record_ids(&mut self.words, record, &mut f);
             }

@@ -230,10 +230,7 @@ impl Plans {
         let specs = abbrev.attributes();
         if code >= MAX_PLANNED_CODE {
             self.scratch.clear();
-            self.scratch_plan = match make_fixed(specs, raw, encoding, &mut self.scratch, true)? {
-                Some(plan) => plan,
-                None => make(specs, &mut self.scratch, true)?,
-            };
+            self.scratch_plan = make_plan(specs, raw, encoding, &mut self.scratch, true)?;
             return Ok(());
         }
         let code = code as usize;
@@ -241,10 +238,7 @@ impl Plans {
             self.by_code.try_reserve(code + 1 - self.by_code.len())?;
             self.by_code.resize(code + 1, None);
         }
-        let plan = match make_fixed(specs, raw, encoding, &mut self.steps, false)? {
-            Some(plan) => plan,
-            None => make(specs, &mut self.steps, false)?,
-        };
+        let plan = make_plan(specs, raw, encoding, &mut self.steps, false)?;
         self.by_code[code] = Some(plan);
         Ok(())
     }
@@ -305,6 +299,23 @@ impl Plans {
             }
         }
         Ok(plan.present)
+    }
+}
+
+/// The plan of an abbreviation with attribute specifications `specs`, whose first DIE is at
+/// `raw`, in a unit of `encoding`: a fixed layout's where it has one ([`make_fixed`]), else
+/// the general one ([`make`]); its steps appended to `steps` (`scratch`: they are
+/// [`Plans::scratch`]).
+fn make_plan(
+    specs: &[gimli::AttributeSpecification],
+    raw: &gimli::EntriesRaw<'_, '_, super::Reader<'_>>,
+    encoding: gimli::Encoding,
+    steps: &mut Vec<Step>,
+    scratch: bool,
+) -> Result<Plan> {
+    match make_fixed(specs, raw, encoding, steps, scratch)? {
+        Some(plan) => Ok(plan),
+        None => make(specs, steps, scratch),
     }
 }
 
