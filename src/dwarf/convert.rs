@@ -24,6 +24,7 @@
 //! attributes (and which attributes the records read), and `records` writes each DIE's
 //! record.
 
+mod cursor;
 mod plan;
 mod records;
 mod scan;
@@ -434,7 +435,20 @@ impl RecentNames {
     /// The name of `key`, if it is the one cached at its slot.
     #[inline]
     fn get(&self, key: u32) -> Option<u32> {
-        let entry = self.slot(key)?.load(Ordering::Relaxed);
+        RecentNames::name_in(self.entry(key), key)
+    }
+
+    /// What the slot of `key` holds now ([`RecentNames::name_in`] tells whether it is
+    /// `key`'s name).
+    #[inline]
+    fn entry(&self, key: u32) -> u64 {
+        self.slot(key)
+            .map_or(NO_NAME, |slot| slot.load(Ordering::Relaxed))
+    }
+
+    /// The name of `key` in `entry`, a slot's, if it is `key`'s.
+    #[inline]
+    fn name_in(entry: u64, key: u32) -> Option<u32> {
         (entry >> 32 == u64::from(key) && key != u32::MAX).then_some(entry as u32)
     }
 

@@ -19,7 +19,7 @@
 use crate::error::Result;
 use crate::fallible;
 use alloc::vec::Vec;
-use gimli::{AttributeValue, DwAt, DwForm, Reader, constants as dw};
+use gimli::{AttributeValue, DwAt, Endianity, Reader, constants as dw};
 
 /// The attributes the records read, in the order the walk's `Attrs` keeps their values.
 #[derive(Debug, Clone, Copy)]
@@ -117,42 +117,15 @@ impl Fixed {
     }
 }
 
-/// Whether attributes of `form` take as many bytes in every DIE of a unit.
-fn has_fixed_size(form: DwForm) -> bool {
-    matches!(
-        form,
-        dw::DW_FORM_addr
-            | dw::DW_FORM_addrx1
-            | dw::DW_FORM_addrx2
-            | dw::DW_FORM_addrx3
-            | dw::DW_FORM_addrx4
-            | dw::DW_FORM_data1
-            | dw::DW_FORM_data2
-            | dw::DW_FORM_data4
-            | dw::DW_FORM_data8
-            | dw::DW_FORM_data16
-            | dw::DW_FORM_flag
-            | dw::DW_FORM_flag_present
-            | dw::DW_FORM_implicit_const
-            | dw::DW_FORM_line_strp
-            | dw::DW_FORM_ref1
-            | dw::DW_FORM_ref2
-            | dw::DW_FORM_ref4
-            | dw::DW_FORM_ref8
-            | dw::DW_FORM_ref_addr
-            | dw::DW_FORM_ref_sig8
-            | dw::DW_FORM_ref_sup4
-            | dw::DW_FORM_ref_sup8
-            | dw::DW_FORM_sec_offset
-            | dw::DW_FORM_strp
-            | dw::DW_FORM_strp_sup
-            | dw::DW_FORM_strx1
-            | dw::DW_FORM_strx2
-            | dw::DW_FORM_strx3
-            | dw::DW_FORM_strx4
-            | dw::DW_FORM_GNU_ref_alt
-            | dw::DW_FORM_GNU_strp_alt
-    )
+/// How many bytes the attributes `specs` take in every DIE of a unit with `header`, if the
+/// same in all (gimli's sizes of the forms).
+fn attributes_size(
+    specs: &[gimli::AttributeSpecification],
+    header: &gimli::UnitHeader<super::Reader<'_>>,
+) -> Option<u32> {
+    specs.iter().try_fold(0u32, |sum, spec| {
+        sum.checked_add(u32::try_from(spec.size(header)?).ok()?)
+    })
 }
 
 /// The plan of one abbreviation: its steps in [`Plans`], which attributes its DIEs have, and
@@ -165,9 +138,14 @@ pub(super) struct Plan {
     /// Whether its steps are in [`Plans::scratch`] (a code past [`MAX_PLANNED_CODE`]).
     scratch: bool,
     /// Whether its steps are a fixed layout's ([`Step::Fixed`]).
-    fixed: bool,
+    pub(super) fixed: bool,
     /// Its DIEs have a `DW_AT_signature`.
     pub(super) signed: bool,
+    /// Whether its attributes take [`Plan::size`] bytes in every DIE (all of them of forms
+    /// of a fixed size).
+    pub(super) sized: bool,
+    /// How many bytes its attributes take, if [`Plan::sized`].
+    pub(super) size: u32,
 }
 
 /// The plans of one unit's abbreviations, by code; emptied for each unit (its memory kept).
@@ -193,18 +171,18 @@ impl Plans {
     /// read back from where it is kept: a plan just made and returned through the stack was
     /// stored in two parts and loaded in two others, and the load, spanning both stores,
     /// waited for every store before it to reach the cache (half of a kernel's walk).
-    /// `raw` is at the DIE's attributes (a first DIE of its code is measured for a fixed
-    /// layout).
+    /// `raw` gives gimli's reader at the DIE's attributes (a first DIE of its code is
+    /// measured for a fixed layout), in a unit with `header`.
     #[inline]
-    pub(super) fn get(
+    pub(super) fn get<'u, 'a: 'u>(
         &mut self,
         abbrev: &gimli::Abbreviation,
-        raw: &gimli::EntriesRaw<'_, '_, super::Reader<'_>>,
-        encoding: gimli::Encoding,
+        raw: impl FnOnce() -> gimli::Result<gimli::EntriesRaw<'u, 'u, super::Reader<'a>>>,
+        header: &gimli::UnitHeader<super::Reader<'a>>,
     ) -> Result<Plan> {
         let code = abbrev.code();
         if code >= MAX_PLANNED_CODE || !matches!(self.by_code.get(code as usize), Some(Some(_))) {
-            self.plan(abbrev, raw, encoding)?;
+            self.plan(abbrev, raw, header)?;
         }
         Ok(if code >= MAX_PLANNED_CODE {
             self.scratch_plan
@@ -220,17 +198,27 @@ impl Plans {
     /// Plan `abbrev` ([`Plans::get`] of a code not planned yet): kept by its code, or in
     /// [`Plans::scratch_plan`] for a code past [`MAX_PLANNED_CODE`].
     #[inline(never)]
-    fn plan(
+    fn plan<'u, 'a: 'u>(
         &mut self,
         abbrev: &gimli::Abbreviation,
-        raw: &gimli::EntriesRaw<'_, '_, super::Reader<'_>>,
-        encoding: gimli::Encoding,
+        raw: impl FnOnce() -> gimli::Result<gimli::EntriesRaw<'u, 'u, super::Reader<'a>>>,
+        header: &gimli::UnitHeader<super::Reader<'a>>,
     ) -> Result<()> {
         let code = abbrev.code();
         let specs = abbrev.attributes();
-        if code >= MAX_PLANNED_CODE {
+        // A DIE cut short (no reader at its attributes) is read by the general plan, which
+        // says so.
+        let raw = raw().ok();
+        let encoding = header.encoding();
+        let size = attributes_size(specs, header);
+        let plan = if code >= MAX_PLANNED_CODE {
             self.scratch.clear();
-            self.scratch_plan = make_plan(specs, raw, encoding, &mut self.scratch, true)?;
+            make_plan(specs, raw.as_ref(), size, encoding, &mut self.scratch, true)?
+        } else {
+            make_plan(specs, raw.as_ref(), size, encoding, &mut self.steps, false)?
+        };
+        if code >= MAX_PLANNED_CODE {
+            self.scratch_plan = plan;
             return Ok(());
         }
         let code = code as usize;
@@ -238,9 +226,43 @@ impl Plans {
             self.by_code.try_reserve(code + 1 - self.by_code.len())?;
             self.by_code.resize(code + 1, None);
         }
-        let plan = make_plan(specs, raw, encoding, &mut self.steps, false)?;
         self.by_code[code] = Some(plan);
         Ok(())
+    }
+
+    /// Read the attributes `specs` of a DIE as `plan`, a fixed layout's, says, from
+    /// `attributes` (the DIE's, [`Plan::size`] bytes), into `values` (with room for
+    /// [`WANTED`] more reserved by the caller). Returns which are present.
+    #[inline]
+    pub(super) fn read_fixed<'a>(
+        &self,
+        plan: Plan,
+        attributes: super::Reader<'a>,
+        specs: &[gimli::AttributeSpecification],
+        values: &mut Vec<super::Value<'a>>,
+    ) -> gimli::Result<u16> {
+        let steps = self
+            .steps_of(plan)
+            .get(plan.first as usize..(plan.first + plan.len) as usize)
+            .unwrap_or(&[]);
+        for &step in steps {
+            if let Step::Fixed { spec, offset, form } = step {
+                let value = read_fixed(attributes, offset, form, specs.get(spec as usize))?;
+                // Always true with the room reserved: a value is never allocated for here.
+                if values.len() < values.capacity() {
+                    values.push(value);
+                }
+            }
+        }
+        Ok(plan.present)
+    }
+
+    fn steps_of(&self, plan: Plan) -> &[Step] {
+        if plan.scratch {
+            &self.scratch
+        } else {
+            &self.steps
+        }
     }
 
     /// Read the attributes `specs` of the DIE at `raw` as `plan` says, into `values` (with
@@ -255,29 +277,17 @@ impl Plans {
         specs: &[gimli::AttributeSpecification],
         values: &mut Vec<super::Value<'a>>,
     ) -> gimli::Result<u16> {
-        let steps = if plan.scratch {
-            &self.scratch
-        } else {
-            &self.steps
-        };
-        let first = values.len();
-        let steps = steps
-            .get(plan.first as usize..(plan.first + plan.len) as usize)
-            .unwrap_or(&[]);
         if plan.fixed {
             let attributes = header.range_from(raw.next_offset()..)?;
-            for &step in steps {
-                if let Step::Fixed { spec, offset, form } = step {
-                    let value = read_fixed(attributes, offset, form, specs.get(spec as usize))?;
-                    // Always true with the room reserved: a value is never allocated for here.
-                    if values.len() < values.capacity() {
-                        values.push(value);
-                    }
-                }
-            }
+            let present = self.read_fixed(plan, attributes, specs, values)?;
             raw.skip_attributes(specs)?;
-            return Ok(plan.present);
+            return Ok(present);
         }
+        let first = values.len();
+        let steps = self
+            .steps_of(plan)
+            .get(plan.first as usize..(plan.first + plan.len) as usize)
+            .unwrap_or(&[]);
         for &step in steps {
             match step {
                 Step::Skip { from, to } => {
@@ -308,19 +318,29 @@ impl Plans {
 /// [`Plans::scratch`]).
 fn make_plan(
     specs: &[gimli::AttributeSpecification],
-    raw: &gimli::EntriesRaw<'_, '_, super::Reader<'_>>,
+    raw: Option<&gimli::EntriesRaw<'_, '_, super::Reader<'_>>>,
+    size: Option<u32>,
     encoding: gimli::Encoding,
     steps: &mut Vec<Step>,
     scratch: bool,
 ) -> Result<Plan> {
-    match make_fixed(specs, raw, encoding, steps, scratch)? {
-        Some(plan) => Ok(plan),
-        None => make(specs, steps, scratch),
-    }
+    let fixed = match (raw, size) {
+        (Some(raw), Some(_)) => make_fixed(specs, raw, encoding, steps, scratch)?,
+        _ => None,
+    };
+    let mut plan = match fixed {
+        Some(plan) => plan,
+        None => make(specs, steps, scratch)?,
+    };
+    plan.sized = size.is_some();
+    plan.size = size.unwrap_or(0);
+    Ok(plan)
 }
 
 /// The value of a fixed layout's attribute of `spec`, of `form`, `offset` bytes into
-/// `attributes` (a DIE's), as gimli's parser reads it.
+/// `attributes` (a DIE's), as gimli's parser reads it: the bytes taken by gimli's byte
+/// order, not through its reader, whose checks and results per value were most of a fixed
+/// layout's reading.
 #[inline(always)]
 fn read_fixed<'a>(
     attributes: super::Reader<'a>,
@@ -328,28 +348,33 @@ fn read_fixed<'a>(
     form: Fixed,
     spec: Option<&gimli::AttributeSpecification>,
 ) -> gimli::Result<super::Value<'a>> {
-    let mut at = attributes;
-    at.skip(offset as usize)?;
-    Ok(match form {
-        Fixed::Data1 => AttributeValue::Data1(at.read_u8()?),
-        Fixed::Data2 => AttributeValue::Data2(at.read_u16()?),
-        Fixed::Data4 => AttributeValue::Data4(at.read_u32()?),
-        Fixed::Flag => AttributeValue::Flag(at.read_u8()? != 0),
-        Fixed::FlagPresent => AttributeValue::Flag(true),
-        Fixed::ImplicitConst => AttributeValue::Sdata(
-            spec.and_then(|s| s.implicit_const_value())
-                .ok_or(gimli::Error::InvalidImplicitConst)?,
-        ),
-        Fixed::Ref4 => AttributeValue::UnitRef(gimli::UnitOffset(at.read_u32()? as usize)),
-        Fixed::Strp => AttributeValue::DebugStrRef(gimli::DebugStrOffset(at.read_u32()? as usize)),
-    })
+    let endian = attributes.endian();
+    let value = attributes.slice().get(offset as usize..).and_then(|at| {
+        Some(match form {
+            Fixed::Data1 => AttributeValue::Data1(*at.first()?),
+            Fixed::Data2 => AttributeValue::Data2(endian.read_u16(at.get(..2)?)),
+            Fixed::Data4 => AttributeValue::Data4(endian.read_u32(at.get(..4)?)),
+            Fixed::Flag => AttributeValue::Flag(*at.first()? != 0),
+            Fixed::FlagPresent => AttributeValue::Flag(true),
+            Fixed::ImplicitConst => AttributeValue::Sdata(spec?.implicit_const_value()?),
+            Fixed::Ref4 => {
+                AttributeValue::UnitRef(gimli::UnitOffset(endian.read_u32(at.get(..4)?) as usize))
+            }
+            Fixed::Strp => AttributeValue::DebugStrRef(gimli::DebugStrOffset(
+                endian.read_u32(at.get(..4)?) as usize,
+            )),
+        })
+    });
+    // Never short of bytes (a layout's offsets are its abbreviation's), nor an implicit
+    // constant without its value (gimli's parser reads none without).
+    value.ok_or(gimli::Error::UnexpectedEof(attributes.offset_id()))
 }
 
 /// The plan of an abbreviation with attribute specifications `specs` whose forms all have a
-/// fixed size in a unit of `encoding`, and whose wanted attributes are of forms
-/// [`read_fixed`] reads: where each of those is in the DIE at `raw` (its first), measured by
-/// gimli skipping the attributes one by one. Its steps appended to `steps`; `None` (nothing
-/// appended) for any other abbreviation.
+/// fixed size in a unit of `encoding` ([`attributes_size`]: the caller's to check), and
+/// whose wanted attributes are of forms [`read_fixed`] reads: where each of those is in the
+/// DIE at `raw` (its first), measured by gimli skipping the attributes one by one. Its steps
+/// appended to `steps`; `None` (nothing appended) for any other abbreviation.
 fn make_fixed(
     specs: &[gimli::AttributeSpecification],
     raw: &gimli::EntriesRaw<'_, '_, super::Reader<'_>>,
@@ -357,9 +382,6 @@ fn make_fixed(
     steps: &mut Vec<Step>,
     scratch: bool,
 ) -> Result<Option<Plan>> {
-    if !specs.iter().all(|s| has_fixed_size(s.form())) {
-        return Ok(None);
-    }
     // (slot in `A`'s order, step), the first of each wanted name.
     let mut reads: heapless::Vec<(usize, Step), WANTED> = heapless::Vec::new();
     let mut present = 0u16;
@@ -396,6 +418,7 @@ fn make_fixed(
         scratch,
         fixed: true,
         signed: specs.iter().any(|s| s.name() == dw::DW_AT_signature),
+        ..Plan::default()
     }))
 }
 
@@ -454,6 +477,7 @@ fn make(
         scratch,
         fixed: false,
         signed: specs.iter().any(|s| s.name() == dw::DW_AT_signature),
+        ..Plan::default()
     })
 }
 
@@ -545,8 +569,12 @@ mod tests {
                             .unwrap();
                         (present, values)
                     };
-                    if let Some(fixed) =
-                        make_fixed(specs, &raw, unit.encoding(), &mut steps, false).unwrap()
+                    let sized = attributes_size(specs, &unit.header).is_some();
+                    if let Some(fixed) = sized
+                        .then(|| make_fixed(specs, &raw, unit.encoding(), &mut steps, false))
+                        .transpose()
+                        .unwrap()
+                        .flatten()
                     {
                         fixed_dies += 1;
                         let mut general_steps = Vec::new();

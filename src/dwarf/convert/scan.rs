@@ -233,7 +233,7 @@ impl<'a> Input<'a> {
             let parent = parents.last().copied();
             let tag = abbrev.tag();
             let specs = abbrev.attributes();
-            let plan = plans.get(abbrev, &raw, unit.encoding())?;
+            let plan = plans.get(abbrev, || Ok(raw.clone()), &unit.header)?;
             let annotation =
                 tag == DW_TAG_LLVM_ANNOTATION && parent == Some(dw::DW_TAG_pointer_type);
             if has_sup && specs.iter().any(|s| refers_to_sup(s.form(), data.in_sup)) {

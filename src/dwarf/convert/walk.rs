@@ -7,10 +7,11 @@
 //! is walked, in DFS order (the order the records, extra records and names are written in),
 //! so that one thread can walk the next unit meanwhile.
 
+use super::cursor::Cursor;
 use super::plan::{A, WANTED};
 use super::{
     ALIAS, At, DW_TAG_LLVM_ANNOTATION, EXTRA_BASE, Input, Output, Target, UnitSlots, gimli_reason,
-    is_type_tag, next_die,
+    is_type_tag,
 };
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -110,6 +111,9 @@ struct Node {
 }
 
 const NO_PARENT: usize = usize::MAX;
+
+/// How many kept DIEs ahead [`Nodes::recall_names`] reads the cache of recent names.
+const RECALL_AHEAD: usize = 16;
 
 impl Node {
     /// Its attribute `attr`, its values among the unit's `values`.
@@ -220,12 +224,32 @@ impl<'a> Nodes<'a> {
     /// Set each kept DIE's [`Node::name`] whose `.debug_str` offset is in the cache of
     /// recent names: the records' thread, the busier one, then interns only the others (a
     /// tenth of its time, waiting for the cache's misses one by one). A name found is
-    /// interned already, so this changes no name's place among the strings.
+    /// interned already, so this changes no name's place among the strings. Each slot is
+    /// read [`RECALL_AHEAD`] nodes before its node is given the name: the slots are a table
+    /// larger than a core's cache, read in no order, and a read waited on at once held the
+    /// walk up (a tenth of it).
     fn recall_names(&mut self, recent: &super::RecentNames) {
-        for node in &mut self.list {
-            if let Some(AttributeValue::DebugStrRef(offset)) = node.attr(&self.values, A::Name)
-                && let Ok(key) = u32::try_from(offset.0)
-                && let Some(name) = recent.get(key)
+        let values = &self.values;
+        let key_of = |node: &Node| match node.attr(values, A::Name) {
+            Some(AttributeValue::DebugStrRef(offset)) => u32::try_from(offset.0).ok(),
+            _ => None,
+        };
+        let entry_of = |node: Option<&Node>| {
+            node.and_then(key_of)
+                .map_or(super::NO_NAME, |key| recent.entry(key))
+        };
+        let mut ahead = [super::NO_NAME; RECALL_AHEAD];
+        for (i, entry) in ahead.iter_mut().enumerate() {
+            *entry = entry_of(self.list.get(i));
+        }
+        for i in 0..self.list.len() {
+            let entry = core::mem::replace(
+                &mut ahead[i % RECALL_AHEAD],
+                entry_of(self.list.get(i + RECALL_AHEAD)),
+            );
+            let node = &mut self.list[i];
+            if let Some(key) = key_of(node)
+                && let Some(name) = super::RecentNames::name_in(entry, key)
             {
                 node.name = name;
             }
@@ -313,6 +337,29 @@ impl Numbered {
         fallible::push(&mut self.slots.aliases, (offset, target))?;
         fallible::push(&mut self.slots.slots, (offset, ALIAS))
     }
+}
+
+/// Read the attributes `specs` of the DIE at `cursor`, of `plan`, into `values` (with room for
+/// [`WANTED`] more): its fixed layout's bytes taken at once, else through gimli's reader.
+/// Returns which are present.
+#[inline]
+fn read_die<'a>(
+    plans: &super::plan::Plans,
+    plan: super::plan::Plan,
+    cursor: &mut Cursor<'a>,
+    unit: &gimli::Unit<super::Reader<'a>>,
+    specs: &[gimli::AttributeSpecification],
+    values: &mut Vec<Value<'a>>,
+) -> gimli::Result<u16> {
+    if plan.fixed
+        && let Some(attributes) = cursor.take(plan.size)
+    {
+        return plans.read_fixed(plan, attributes, specs, values);
+    }
+    let mut raw = cursor.raw(unit)?;
+    let present = plans.read(plan, &mut raw, &unit.header, specs, values)?;
+    cursor.resume(&raw);
+    Ok(present)
 }
 
 /// What a DIE tree with more ends of sibling lists than parents is.
@@ -683,11 +730,11 @@ impl<'a> Input<'a> {
         let mut slot = 0usize;
         // An alias's attributes, read to find its target (it is not kept).
         let mut scratch = Vec::new();
-        let mut raw = walked
-            .unit
-            .entries_raw(None)
-            .map_err(|e| at.err(gimli_reason(e)))?;
-        while let Some((depth, offset, abbrev)) = next_die(&mut raw, &mut at, data.start)? {
+        let unit = &walked.unit;
+        let mut cursor = Cursor::new(unit).map_err(|e| at.err(gimli_reason(e)))?;
+        while let Some((depth, offset, abbrev)) =
+            cursor.next(&unit.abbreviations, &mut at, data.start)?
+        {
             // As the first pass checks it (converting in one pass, no other pass has).
             if depth < 0 {
                 return Err(at.err(DEPTH_BELOW_ZERO));
@@ -704,7 +751,7 @@ impl<'a> Input<'a> {
                 walked.complete = nodes.list.len();
             }
             let tag = abbrev.tag();
-            let plan = nodes.plans.get(abbrev, &raw, walked.unit.encoding())?;
+            let plan = nodes.plans.get(abbrev, || cursor.raw(unit), &unit.header)?;
             let parent = match open.last() {
                 Some(&(i, d)) if d == depth - 1 => i,
                 _ => NO_PARENT,
@@ -746,30 +793,30 @@ impl<'a> Input<'a> {
                 if let (true, Some(numbered)) = (alias, numbering.as_deref_mut()) {
                     scratch.clear();
                     scratch.try_reserve(WANTED)?;
-                    let present = nodes
-                        .plans
-                        .read(plan, &mut raw, &walked.unit.header, specs, &mut scratch)
-                        .map_err(|e| at.err(gimli_reason(e)))?;
+                    let present =
+                        read_die(&nodes.plans, plan, &mut cursor, unit, specs, &mut scratch)
+                            .map_err(|e| at.err(gimli_reason(e)))?;
                     self.number_alias(numbered, index, Attrs::new(present, &scratch), offset, at)?;
-                } else {
+                } else if !plan.sized || cursor.take(plan.size).is_none() {
+                    let mut raw = cursor.raw(unit).map_err(|e| at.err(gimli_reason(e)))?;
                     raw.skip_attributes(specs)
                         .map_err(|e| at.err(gimli_reason(e)))?;
+                    cursor.resume(&raw);
                 }
                 continue;
             }
             let first = u32::try_from(nodes.values.len())
                 .map_err(|_| at.err("too many attributes in one unit"))?;
             nodes.values.try_reserve(WANTED)?;
-            let present = nodes
-                .plans
-                .read(
-                    plan,
-                    &mut raw,
-                    &walked.unit.header,
-                    specs,
-                    &mut nodes.values,
-                )
-                .map_err(|e| at.err(gimli_reason(e)))?;
+            let present = read_die(
+                &nodes.plans,
+                plan,
+                &mut cursor,
+                unit,
+                specs,
+                &mut nodes.values,
+            )
+            .map_err(|e| at.err(gimli_reason(e)))?;
             if let Some(numbered) = numbering.as_deref_mut() {
                 let attrs = Attrs::new(present, &nodes.values[first as usize..]);
                 if alias {
@@ -778,7 +825,7 @@ impl<'a> Input<'a> {
                     && let Some(name) = attrs.get(A::Name)
                     && self
                         .dwarf
-                        .attr_string(&walked.unit, name)
+                        .attr_string(unit, name)
                         .map_err(|e| at.err(gimli_reason(e)))?
                         .slice()
                         == b"btf_type_tag"

@@ -45,7 +45,7 @@
 
 use super::Dedup;
 use crate::btf::Kind;
-use crate::btf::dedup_table::{DedupPhases, DedupRecords, combine, spread};
+use crate::btf::dedup_table::{DedupPhases, DedupRecords, combine, same_words, spread};
 use crate::error::Result;
 use crate::fallible;
 use alloc::vec::Vec;
@@ -118,7 +118,7 @@ impl Interner {
     fn find_hashed(&self, h: u64, content: &[u32]) -> Option<u32> {
         self.table
             .find(h, |&(hash, shape)| {
-                hash == h && self.content(shape) == content
+                hash == h && same_words(self.content(shape), content)
             })
             .map(|&(_, shape)| shape)
     }

@@ -1,0 +1,120 @@
+//! The converting walk's cursor over a unit's DIEs. gimli's raw entries parse each DIE
+//! through its general reader (the abbreviation code, then each attribute by its form); the
+//! walk reads a kernel's 14 million DIEs, and that reader's bookkeeping per DIE (the offset
+//! recomputed from the unit header, the attributes skipped one specification at a time) was
+//! most of its instructions. Most abbreviations give every DIE the same attribute bytes
+//! ([`super::plan::Plan::size`]): the cursor reads the code and steps over such a DIE's
+//! attributes at once, or hands their bytes to the plan's fixed layout; for any other DIE
+//! it gives gimli's raw reader the DIE's attributes and goes on where gimli stopped.
+
+use super::{At, Reader, gimli_reason};
+use crate::error::Result;
+use gimli::{Reader as _, UnitOffset};
+
+/// Where the walk is in a unit's DIEs, and at which depth.
+pub(super) struct Cursor<'a> {
+    /// The unit's bytes from its first DIE.
+    entries: &'a [u8],
+    endian: gimli::RunTimeEndian,
+    /// The unit offset of `entries`' first byte.
+    base: usize,
+    /// The next byte to read, in `entries`.
+    pos: usize,
+    /// The next DIE's depth, as gimli's raw entries count it.
+    depth: isize,
+}
+
+impl<'a> Cursor<'a> {
+    /// At the first DIE of `unit`.
+    pub(super) fn new(unit: &gimli::Unit<Reader<'a>>) -> gimli::Result<Cursor<'a>> {
+        let base = unit.entries_raw(None)?.next_offset().0;
+        // A unit with no DIEs has no offset to start from (gimli's range says so).
+        let (entries, endian) = if base < unit.header.length_including_self() {
+            let entries = unit.header.range_from(UnitOffset(base)..)?;
+            (entries.slice(), entries.endian())
+        } else {
+            (&[][..], gimli::RunTimeEndian::default())
+        };
+        Ok(Cursor {
+            entries,
+            endian,
+            base,
+            pos: 0,
+            depth: 0,
+        })
+    }
+
+    /// The next DIE (null entries passed over, as they end a list of siblings): its depth,
+    /// offset and abbreviation, the cursor then at its attributes; `None` at the unit's end.
+    /// `at` follows it, for errors.
+    #[inline]
+    pub(super) fn next<'u>(
+        &mut self,
+        abbreviations: &'u gimli::Abbreviations,
+        at: &mut At,
+        unit_start: u64,
+    ) -> Result<Option<(isize, UnitOffset, &'u gimli::Abbreviation)>> {
+        while let Some(&first) = self.entries.get(self.pos) {
+            let depth = self.depth;
+            let offset = UnitOffset(self.base + self.pos);
+            at.die = unit_start + offset.0 as u64;
+            let code = if first < 0x80 {
+                self.pos += 1;
+                u64::from(first)
+            } else {
+                let mut reader = self.reader();
+                let code = reader.read_uleb128().map_err(|e| at.err(gimli_reason(e)))?;
+                self.pos = self.entries.len() - reader.len();
+                code
+            };
+            if code == 0 {
+                self.depth -= 1;
+                continue;
+            }
+            let abbrev = abbreviations
+                .get(code)
+                .ok_or_else(|| at.err(gimli_reason(gimli::Error::UnknownAbbreviation(code))))?;
+            if abbrev.has_children() {
+                self.depth += 1;
+            }
+            return Ok(Some((depth, offset, abbrev)));
+        }
+        Ok(None)
+    }
+
+    /// The current DIE's attributes, if they are the `size` bytes at the cursor: the cursor
+    /// then past them. `None` (the cursor left where it is) if fewer bytes are left, for
+    /// gimli's reader to say what is wrong.
+    #[inline]
+    pub(super) fn take(&mut self, size: u32) -> Option<Reader<'a>> {
+        let end = self.pos.checked_add(size as usize)?;
+        let bytes = self.entries.get(self.pos..end)?;
+        self.pos = end;
+        Some(Reader::new(bytes, self.endian))
+    }
+
+    /// gimli's raw reader at the current DIE's attributes; [`Cursor::resume`] goes on where
+    /// it stops.
+    pub(super) fn raw<'u>(
+        &self,
+        unit: &'u gimli::Unit<Reader<'a>>,
+    ) -> gimli::Result<gimli::EntriesRaw<'u, 'u, Reader<'a>>> {
+        if self.pos >= self.entries.len() {
+            // No bytes left for attributes that take some (a DIE whose attributes all take
+            // none is read with `take`): as gimli's reader says of them.
+            return Err(gimli::Error::UnexpectedEof(gimli::ReaderOffsetId(
+                (self.base + self.pos) as u64,
+            )));
+        }
+        unit.entries_raw(Some(UnitOffset(self.base + self.pos)))
+    }
+
+    /// Go on where `raw` (from [`Cursor::raw`]) stopped.
+    pub(super) fn resume(&mut self, raw: &gimli::EntriesRaw<'_, '_, Reader<'a>>) {
+        self.pos = raw.next_offset().0.saturating_sub(self.base);
+    }
+
+    fn reader(&self) -> Reader<'a> {
+        Reader::new(self.entries.get(self.pos..).unwrap_or(&[]), self.endian)
+    }
+}
