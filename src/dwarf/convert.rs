@@ -464,6 +464,11 @@ impl RecentNames {
 /// call each, over tens of megabytes that are mostly unmapped.
 const RELEASE_EVERY: usize = 64;
 
+/// Units whose bytes are released together ([`Input::release_unit`]): each release drops
+/// the pages from this process's page tables, which with two threads interrupts the other
+/// core to flush its TLB (a kernel's 2,172 units: as many interrupts, each a VM exit here).
+const RELEASE_UNITS: usize = 16;
+
 /// Where a supplementary unit's header starts in its file's `.debug_info`.
 fn sup_start(header: &gimli::UnitHeader<Reader<'_>>) -> u64 {
     match header.offset() {
@@ -612,28 +617,52 @@ impl<'a> Input<'a> {
         }
     }
 
-    /// Tell `release` that a pass is done with unit `index`'s bytes; every
-    /// [`RELEASE_EVERY`] units, all sections' (abbreviations, strings, line program headers:
-    /// read a page at a time, so they gather over a pass).
+    /// Tell `release` that a pass is done with unit `index`'s bytes, those of
+    /// [`RELEASE_UNITS`] units at a time; every [`RELEASE_EVERY`] units, all sections'
+    /// (abbreviations, strings, line program headers: read a page at a time, so they gather
+    /// over a pass).
     fn release_unit(&self, index: usize) {
         if index % RELEASE_EVERY == RELEASE_EVERY - 1 {
             self.release_sections();
             return;
         }
-        let data = &self.units[index];
-        let Ok(dwarf) = self.dwarf_of(index) else {
+        if index % RELEASE_UNITS != RELEASE_UNITS - 1 && index + 1 != self.units.len() {
             return;
-        };
+        }
+        // The window's units, each range joined to the one before where it follows it.
+        let mut pending: Option<(&[u8], usize, usize)> = None;
+        for unit in index - index % RELEASE_UNITS..=index {
+            let Some((section, start, end)) = self.unit_range(unit) else {
+                continue;
+            };
+            match &mut pending {
+                Some((s, _, e)) if core::ptr::eq(*s, section) && *e == start => *e = end,
+                _ => {
+                    if let Some((s, start, end)) = pending.replace((section, start, end)) {
+                        (self.release)(&s[start..end]);
+                    }
+                }
+            }
+        }
+        if let Some((s, start, end)) = pending {
+            (self.release)(&s[start..end]);
+        }
+    }
+
+    /// Unit `index`'s bytes: its section's, and where in it they are.
+    fn unit_range(&self, index: usize) -> Option<(&'a [u8], usize, usize)> {
+        let data = &self.units[index];
+        let dwarf = self.dwarf_of(index).ok()?;
         let section = if data.in_debug_types {
             dwarf.debug_types.reader().slice()
         } else {
             dwarf.debug_info.reader().slice()
         };
-        let start = usize::try_from(data.start).unwrap_or(usize::MAX);
-        let end = start.saturating_add(data.header.length_including_self());
-        if let Some(bytes) = section.get(start..end) {
-            (self.release)(bytes);
-        }
+        let start = usize::try_from(data.start).ok()?;
+        let end = start
+            .saturating_add(data.header.length_including_self())
+            .min(section.len());
+        (start <= end).then_some((section, start, end))
     }
 
     /// Where unit `index` starts, for its errors.

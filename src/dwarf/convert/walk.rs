@@ -87,15 +87,18 @@ pub(super) enum Job {
     Function,
 }
 
-/// A kept DIE; its attributes' values are in [`Nodes::values`].
+/// A kept DIE; its attributes' values are in [`Nodes::values`]. 32 bytes: a kernel's walks
+/// write 13 million, which the records' thread reads on the other core.
 #[derive(Debug, Clone, Copy)]
 struct Node {
     tag: DwTag,
-    offset: UnitOffset,
-    job: Job,
     /// Which attributes it has ([`Attrs`]), and where their values start.
     present: u16,
     first: u32,
+    /// Its offset in its unit.
+    offset: u32,
+    /// What it becomes ([`Node::job`]).
+    job: u32,
     /// The id its `DW_AT_type` refers to, resolved by the walk, converting in one pass, when
     /// it is a DIE of the same unit (almost every reference; [`UNRESOLVED`] otherwise):
     /// relative to the unit's first id, plus one (0: `void`), until the unit's ids are known
@@ -104,13 +107,41 @@ struct Node {
     /// Its `DW_AT_name` interned, when the walk found it among the names the records' thread
     /// interned recently ([`Nodes::recall_names`]); [`UNRESOLVED`] otherwise.
     name: u32,
-    /// Index of its parent among the kept DIEs, if its parent is kept.
-    parent: usize,
+    /// Index of its parent among the kept DIEs, if its parent is kept ([`NO_PARENT`]
+    /// otherwise).
+    parent: u32,
     /// One past the index of its last kept descendant.
-    end: usize,
+    end: u32,
 }
 
-const NO_PARENT: usize = usize::MAX;
+const _: () = assert!(core::mem::size_of::<Node>() == 32);
+
+const NO_PARENT: u32 = u32::MAX;
+
+/// [`Node::job`] of [`Job::None`] and [`Job::Function`]; any other is [`Job::Type`]'s id.
+const JOB_NONE: u32 = u32::MAX;
+const JOB_FUNCTION: u32 = u32::MAX - 1;
+// A record's id is never one of them.
+const _: () = assert!(crate::dwarf::MAX_RECORD_ID < JOB_FUNCTION);
+
+impl Job {
+    /// As [`Node::job`] holds it.
+    fn encode(self) -> u32 {
+        match self {
+            Job::None => JOB_NONE,
+            Job::Function => JOB_FUNCTION,
+            Job::Type(id) => id,
+        }
+    }
+
+    fn decode(job: u32) -> Job {
+        match job {
+            JOB_NONE => Job::None,
+            JOB_FUNCTION => Job::Function,
+            id => Job::Type(id),
+        }
+    }
+}
 
 /// How many kept DIEs ahead [`Nodes::recall_names`] reads the cache of recent names.
 const RECALL_AHEAD: usize = 16;
@@ -163,8 +194,8 @@ impl<'a> Nodes<'a> {
         let values = self.values.get(node.first as usize..).unwrap_or(&[]);
         Kept {
             tag: node.tag,
-            offset: node.offset,
-            job: node.job,
+            offset: UnitOffset(node.offset as usize),
+            job: Job::decode(node.job),
             attrs: Attrs {
                 present: node.present,
                 values,
@@ -267,14 +298,14 @@ pub(super) fn children<'n, 'a>(
     nodes: &'n Nodes<'a>,
     index: usize,
 ) -> impl Iterator<Item = (usize, Kept<'n, 'a>)> + 'n {
-    let end = nodes.list.get(index).map_or(0, |n| n.end);
+    let end = nodes.list.get(index).map_or(0, |n| n.end as usize);
     nodes
         .list
         .get(index + 1..end)
         .unwrap_or(&[])
         .iter()
         .enumerate()
-        .filter(move |(_, n)| n.parent == index)
+        .filter(move |(_, n)| n.parent as usize == index)
         .map(move |(i, n)| (index + 1 + i, nodes.kept(n)))
 }
 
@@ -361,6 +392,14 @@ fn read_die<'a>(
     cursor.resume(&raw);
     Ok(present)
 }
+
+/// How many DIEs `list` keeps, as [`Node::end`] holds it.
+fn kept_count(list: &[Node], at: At) -> Result<u32> {
+    u32::try_from(list.len()).map_err(|_| at.err(TOO_MANY_DIES))
+}
+
+/// What a unit with more kept DIEs than [`Node::end`] counts is.
+const TOO_MANY_DIES: &str = "too many DIEs in one unit";
 
 /// What a DIE tree with more ends of sibling lists than parents is.
 pub(super) const DEPTH_BELOW_ZERO: &str = "DIE tree depth below 0";
@@ -676,8 +715,8 @@ impl<'a> Input<'a> {
             fallible::push(&mut out.types.units, base)?;
             out.next_id = end;
             for node in &mut nodes.list {
-                if let Job::Type(id) = &mut node.job {
-                    *id += base;
+                if let Job::Type(id) = Job::decode(node.job) {
+                    node.job = id + base;
                 }
                 if node.type_id != UNRESOLVED && node.type_id != 0 {
                     node.type_id += base - 1;
@@ -743,7 +782,7 @@ impl<'a> Input<'a> {
                 if open_depth < depth {
                     break;
                 }
-                nodes.list[open_index].end = nodes.list.len();
+                nodes.list[open_index].end = kept_count(&nodes.list, at)?;
                 open.pop();
             }
             // No kept DIE is open: the ones kept so far have all their children.
@@ -753,8 +792,8 @@ impl<'a> Input<'a> {
             let tag = abbrev.tag();
             let plan = nodes.plans.get(abbrev, || cursor.raw(unit), &unit.header)?;
             let parent = match open.last() {
-                Some(&(i, d)) if d == depth - 1 => i,
-                _ => NO_PARENT,
+                Some(&(i, d)) if d == depth - 1 => Some(i),
+                _ => None,
             };
             let mut job = Job::None;
             // Converting in one pass: an annotation of a pointer, a type if it is a type tag.
@@ -782,14 +821,15 @@ impl<'a> Input<'a> {
                     }
                     maybe_type_tag = !alias
                         && tag == DW_TAG_LLVM_ANNOTATION
-                        && nodes.list.get(parent).map(|p| p.tag) == Some(dw::DW_TAG_pointer_type);
+                        && parent.and_then(|p| nodes.list.get(p)).map(|p| p.tag)
+                            == Some(dw::DW_TAG_pointer_type);
                 }
             }
             if job == Job::None && tag == dw::DW_TAG_subprogram && self.functions {
                 job = Job::Function;
             }
             let specs = abbrev.attributes();
-            if job == Job::None && (parent == NO_PARENT || !is_read_below(tag)) {
+            if job == Job::None && (parent.is_none() || !is_read_below(tag)) {
                 if let (true, Some(numbered)) = (alias, numbering.as_deref_mut()) {
                     scratch.clear();
                     scratch.try_reserve(WANTED)?;
@@ -834,27 +874,30 @@ impl<'a> Input<'a> {
                 }
             }
             let kept = nodes.list.len();
+            let end = u32::try_from(kept + 1).map_err(|_| at.err(TOO_MANY_DIES))?;
             nodes.annotations |= tag == DW_TAG_LLVM_ANNOTATION;
             fallible::push(
                 &mut nodes.list,
                 Node {
                     tag,
-                    offset,
-                    job,
                     present,
                     first,
+                    offset: slot_offset(offset, at)?,
+                    job: job.encode(),
                     type_id: UNRESOLVED,
                     name: UNRESOLVED,
-                    parent,
-                    end: kept + 1,
+                    // Below `end`, which fits.
+                    parent: parent.map_or(NO_PARENT, |p| p as u32),
+                    end,
                 },
             )?;
             if abbrev.has_children() {
                 fallible::push(&mut open, (kept, depth))?;
             }
         }
+        let count = kept_count(&nodes.list, at)?;
         for (open_index, _) in open {
-            nodes.list[open_index].end = nodes.list.len();
+            nodes.list[open_index].end = count;
         }
         Ok(())
     }
@@ -885,8 +928,8 @@ impl<'a> Input<'a> {
     ) -> Result<()> {
         let mut at = at;
         for (i, node) in nodes.list.iter().enumerate().take(count) {
-            at.die = self.units[unit].start + node.offset.0 as u64;
-            match node.job {
+            at.die = self.units[unit].start + u64::from(node.offset);
+            match Job::decode(node.job) {
                 Job::Type(id) => self.convert_type(out, unit, nodes, i, id, at)?,
                 Job::Function => self.convert_function(out, unit, nodes, i, at)?,
                 Job::None => {}
