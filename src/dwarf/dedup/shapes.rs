@@ -756,9 +756,9 @@ impl Dedup<'_> {
         let mut of = Vec::new();
         of.try_reserve_exact(first_extra as usize)?;
         of.resize(first_extra as usize, UNSET);
-        // Two halves of about as much work, the second from unit `middle`: a record's shape
-        // costs about as much as reading its words (a struct's members) again (by records
-        // alone, a kernel's second half took half as long again as its first).
+        // Parts of about as much work: a record's shape costs about as much as reading its
+        // words (a struct's members) again (by records alone, a kernel's second half took
+        // half as long again as its first).
         let work = |id: u32| {
             let words = match self.types.records.get(id as usize) {
                 Some(r) => r.first_word,
@@ -766,13 +766,22 @@ impl Dedup<'_> {
             };
             u64::from(id) + u64::from(words)
         };
-        let half = work(units[0]) + work(first_extra).saturating_sub(work(units[0])) / 2;
-        let middle = units[..unit_count]
-            .partition_point(|&start| work(start) < half)
-            .clamp(1, unit_count);
-        let split = units[middle];
-        let Some((shapes, reaching)) = self.shapes_of_halves(&mut of, middle, split, threads)?
-        else {
+        let (start, total) = (
+            work(units[0]),
+            work(first_extra).saturating_sub(work(units[0])),
+        );
+        // Each part's first unit, then the end.
+        let mut bounds: heapless::Vec<usize, { PARTS + 1 }> = heapless::Vec::new();
+        let _ = bounds.push(0);
+        for part in 1..PARTS as u64 {
+            let at = start + total / PARTS as u64 * part;
+            let unit = units[..unit_count].partition_point(|&first| work(first) < at);
+            if bounds.last().is_some_and(|&last| unit > last) && unit < unit_count {
+                let _ = bounds.push(unit);
+            }
+        }
+        let _ = bounds.push(unit_count);
+        let Some((shapes, reaching)) = self.shapes_of_parts(&mut of, &bounds, threads)? else {
             return Ok(None);
         };
         let Shapes { info, dirty, .. } = shapes;
@@ -818,30 +827,44 @@ impl Dedup<'_> {
         }))
     }
 
-    /// The shapes of every unit's records into `of`, units before `middle` (records before
-    /// `split`) and the others made apart (on two threads if `threads`) and joined; what
-    /// reaches an ambiguous name unmarked as the first of its shape; and per shape whether it
-    /// does. `None`: the shapes settle nothing here.
-    fn shapes_of_halves<'s>(
+    /// The shapes of every unit's records into `of`, the units of each part (from each of
+    /// `bounds` to the next) made apart (on two threads if `threads`) and joined in order;
+    /// what reaches an ambiguous name unmarked as the first of its shape; and per shape
+    /// whether it does. `None`: the shapes settle nothing here.
+    fn shapes_of_parts<'s>(
         &'s self,
         of: &'s mut [u32],
-        middle: usize,
-        split: u32,
+        bounds: &[usize],
         threads: bool,
     ) -> Result<Option<(Shapes<'s, 's, 's>, Vec<bool>)>> {
-        let unit_count = self.types.units.len() - 1;
-        let (first_of, second_of) = of.split_at_mut(split as usize);
-        let mut first = Shapes::new(self, first_of, 0)?;
-        let mut second = Shapes::new(self, second_of, split)?;
-        let (a, b) = both(
-            threads,
-            || first.read_units(0, middle),
-            || second.read_units(middle, unit_count),
-        );
-        if a?.is_err() || b?.is_err() {
+        let units = &self.types.units;
+        let mut parts: heapless::Vec<(Shapes<'s, 's, 's>, usize, usize), PARTS> =
+            heapless::Vec::new();
+        let mut rest = of;
+        let mut base = 0u32;
+        for range in bounds.windows(2) {
+            let end = units[range[1]];
+            let (part, after) = core::mem::take(&mut rest).split_at_mut((end - base) as usize);
+            if parts
+                .push((Shapes::new(self, part, base)?, range[0], range[1]))
+                .is_err()
+            {
+                return Ok(None);
+            }
+            (rest, base) = (after, end);
+        }
+        if !each_part(threads, &mut parts, |(shapes, first, end)| {
+            Ok(shapes.read_units(*first, *end)?.is_ok())
+        })? {
             return Ok(None);
         }
-        first.join(second)?;
+        let mut parts = parts.into_iter().map(|(shapes, _, _)| shapes);
+        let Some(mut first) = parts.next() else {
+            return Ok(None);
+        };
+        for later in parts {
+            first.join(later)?;
+        }
         first.mark_struct_union_twins();
         let reaching = first.reaching_ambiguous()?;
         // A unit's two records of a named type the shapes map: a walk of that unit's structs
@@ -968,40 +991,63 @@ impl Dedup<'_> {
     }
 }
 
-/// `a` and `b`, on two threads if `threads` (and a second can be started), else one after
-/// the other.
-fn both<A: Send, B: Send>(
+/// Parts the shapes of a kernel's units are made in: on two threads, each takes the next part
+/// when done with one (the work of a part is foreseen only roughly: with two halves, either
+/// thread waited up to a fifth of the phase for the other); each part interns the shapes it
+/// meets anew, so more parts hold more memory until they are joined.
+const PARTS: usize = 4;
+
+/// `work` on each of `parts`, on two threads if `threads` (and a second can be started), each
+/// taking the next part not taken yet, else one after the other: whether `work` said so of
+/// every part, or the first error.
+fn each_part<P: Send>(
     threads: bool,
-    a: impl FnOnce() -> Result<A> + Send,
-    b: impl FnOnce() -> Result<B> + Send,
-) -> (Result<A>, Result<B>) {
+    parts: &mut [P],
+    work: impl Fn(&mut P) -> Result<bool> + Sync,
+) -> Result<bool> {
     #[cfg(feature = "std")]
     if threads {
-        let mut b = Some(b);
-        let (a, joined) = std::thread::scope(|scope| {
+        let queue = std::sync::Mutex::new(parts.iter_mut());
+        let run = || -> Result<bool> {
+            let mut all = true;
+            loop {
+                let next = queue
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .next();
+                let Some(part) = next else {
+                    return Ok(all);
+                };
+                all &= work(part)?;
+            }
+        };
+        return std::thread::scope(|scope| {
             let budget = crate::budget::inherit();
             let second = crate::budget::uncharged(|| {
                 std::thread::Builder::new()
                     .name("btfgen-dedup".into())
-                    .spawn_scoped(scope, || b.take().map(|b| budget.run(b)))
+                    .spawn_scoped(scope, || budget.run(run))
             })
             .ok();
-            let a = a();
-            let joined = second.map(|second| second.join().ok().flatten());
-            (a, joined)
+            let mine = run();
+            let theirs = match second {
+                Some(second) => second
+                    .join()
+                    .unwrap_or(Err(crate::error::Error::InvalidArgument(
+                        "DWARF deduplication: the second thread's shapes did not finish",
+                    ))),
+                // Not started: this thread took every part.
+                None => Ok(true),
+            };
+            Ok(mine? & theirs?)
         });
-        let b = match (joined, b) {
-            (Some(Some(b)), _) => b,
-            // Not started: on this thread.
-            (None, Some(b)) => b(),
-            _ => Err(crate::error::Error::InvalidArgument(
-                "DWARF deduplication: the second thread's shapes did not finish",
-            )),
-        };
-        return (a, b);
     }
     let _ = threads;
-    (a(), b())
+    let mut all = true;
+    for part in parts {
+        all &= work(part)?;
+    }
+    Ok(all)
 }
 
 #[cfg(test)]
