@@ -1086,6 +1086,34 @@ fn plus_uconst(expr: &[u8]) -> Option<u64> {
     }
 }
 
+/// Each unit of the DWARF gcc and clang write (versions 4 and 5, type units, `dwz`, link-time
+/// optimization, relocatable modules: the test fixtures), with its fixture's name: for tests
+/// that read every DIE two ways.
+#[cfg(test)]
+fn for_each_fixture_unit(mut f: impl FnMut(&str, &gimli::Unit<Reader<'_>>)) {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dwarf");
+    for name in [
+        "gcc-dwarf4.so",
+        "gcc-dwarf5.so",
+        "gcc-dwarf4-types.so",
+        "gcc-dwarf4-dwz.so",
+        "gcc-dwarf5-lto.so",
+        "gcc-dwarf5-rel.ko",
+        "clang-19-dwarf4.so",
+        "clang-19-dwarf5.so",
+        "clang-19-dwarf4-types.so",
+        "clang-19-dwarf5-rel.ko",
+    ] {
+        let data = std::fs::read(std::format!("{dir}/{name}")).unwrap();
+        let sections = super::sections::Sections::read(&data).unwrap();
+        let dwarf = load_dwarf(&sections, ".debug_info").unwrap();
+        let mut headers = dwarf.units();
+        while let Some(header) = headers.next().unwrap() {
+            f(name, &dwarf.unit(header).unwrap());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

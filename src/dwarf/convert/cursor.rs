@@ -130,69 +130,50 @@ mod tests {
     /// where gimli's reader, skipping them one by one, ends.
     #[test]
     fn cursor_walks_as_gimli_raw_entries() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dwarf");
         let mut taken = 0;
-        for name in [
-            "gcc-dwarf4.so",
-            "gcc-dwarf5.so",
-            "gcc-dwarf4-types.so",
-            "gcc-dwarf4-dwz.so",
-            "gcc-dwarf5-lto.so",
-            "gcc-dwarf5-rel.ko",
-            "clang-19-dwarf4.so",
-            "clang-19-dwarf5.so",
-            "clang-19-dwarf4-types.so",
-            "clang-19-dwarf5-rel.ko",
-        ] {
-            let data = std::fs::read(std::format!("{dir}/{name}")).unwrap();
-            let sections = crate::dwarf::sections::Sections::read(&data).unwrap();
-            let dwarf = super::super::load_dwarf(&sections, ".debug_info").unwrap();
-            let mut headers = dwarf.units();
-            while let Some(header) = headers.next().unwrap() {
-                let unit = dwarf.unit(header).unwrap();
-                let mut raw = unit.entries_raw(None).unwrap();
-                let mut cursor = Cursor::new(&unit).unwrap();
-                let mut at = At {
-                    section: ".debug_info",
-                    unit: 0,
-                    die: 0,
+        super::super::for_each_fixture_unit(|name, unit| {
+            let mut raw = unit.entries_raw(None).unwrap();
+            let mut cursor = Cursor::new(unit).unwrap();
+            let mut at = At {
+                section: ".debug_info",
+                unit: 0,
+                die: 0,
+            };
+            loop {
+                let expected = super::super::next_die(&mut raw, &mut at, 0).unwrap();
+                let found = cursor.next(&unit.abbreviations, &mut at, 0).unwrap();
+                let (Some((depth, offset, abbrev)), Some(found)) = (expected, found) else {
+                    assert!(expected.is_none() && found.is_none(), "{name}");
+                    break;
                 };
-                loop {
-                    let expected = super::super::next_die(&mut raw, &mut at, 0).unwrap();
-                    let found = cursor.next(&unit.abbreviations, &mut at, 0).unwrap();
-                    let (Some((depth, offset, abbrev)), Some(found)) = (expected, found) else {
-                        assert!(expected.is_none() && found.is_none(), "{name}");
-                        break;
-                    };
-                    assert_eq!(
-                        (depth, offset, abbrev.code()),
-                        (found.0, found.1, found.2.code()),
-                        "{name}"
-                    );
-                    let specs: &[AttributeSpecification] = abbrev.attributes();
-                    let size = specs.iter().try_fold(0u32, |sum, spec| {
-                        Some(sum + spec.size(&unit.header)? as u32)
-                    });
-                    raw.skip_attributes(specs).unwrap();
-                    match size {
-                        Some(size) => {
-                            assert!(cursor.take(size).is_some(), "{name}");
-                            taken += 1;
-                        }
-                        None => {
-                            let mut from_cursor = cursor.raw(&unit).unwrap();
-                            from_cursor.skip_attributes(specs).unwrap();
-                            cursor.resume(&from_cursor);
-                        }
+                assert_eq!(
+                    (depth, offset, abbrev.code()),
+                    (found.0, found.1, found.2.code()),
+                    "{name}"
+                );
+                let specs: &[AttributeSpecification] = abbrev.attributes();
+                let size = specs.iter().try_fold(0u32, |sum, spec| {
+                    Some(sum + spec.size(&unit.header)? as u32)
+                });
+                raw.skip_attributes(specs).unwrap();
+                match size {
+                    Some(size) => {
+                        assert!(cursor.take(size).is_some(), "{name}");
+                        taken += 1;
                     }
-                    assert_eq!(
-                        UnitOffset(cursor.base + cursor.pos),
-                        raw.next_offset(),
-                        "{name}"
-                    );
+                    None => {
+                        let mut from_cursor = cursor.raw(unit).unwrap();
+                        from_cursor.skip_attributes(specs).unwrap();
+                        cursor.resume(&from_cursor);
+                    }
                 }
+                assert_eq!(
+                    UnitOffset(cursor.base + cursor.pos),
+                    raw.next_offset(),
+                    "{name}"
+                );
             }
-        }
+        });
         assert!(taken > 1000, "{taken} DIEs' attributes taken at once");
     }
 }

@@ -531,68 +531,49 @@ mod tests {
     /// the general plan (gimli's parser) reads them, and leaves the reader where it does.
     #[test]
     fn fixed_layouts_read_as_gimli_parses() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dwarf");
         let mut fixed_dies = 0;
-        for name in [
-            "gcc-dwarf4.so",
-            "gcc-dwarf5.so",
-            "gcc-dwarf4-types.so",
-            "gcc-dwarf4-dwz.so",
-            "gcc-dwarf5-lto.so",
-            "gcc-dwarf5-rel.ko",
-            "clang-19-dwarf4.so",
-            "clang-19-dwarf5.so",
-            "clang-19-dwarf4-types.so",
-            "clang-19-dwarf5-rel.ko",
-        ] {
-            let data = std::fs::read(std::format!("{dir}/{name}")).unwrap();
-            let sections = crate::dwarf::sections::Sections::read(&data).unwrap();
-            let dwarf = super::super::load_dwarf(&sections, ".debug_info").unwrap();
-            let mut headers = dwarf.units();
-            while let Some(header) = headers.next().unwrap() {
-                let unit = dwarf.unit(header).unwrap();
-                let mut raw = unit.entries_raw(None).unwrap();
-                while !raw.is_empty() {
-                    let Some(abbrev) = raw.read_abbreviation().unwrap() else {
-                        continue;
+        super::super::for_each_fixture_unit(|name, unit| {
+            let mut raw = unit.entries_raw(None).unwrap();
+            while !raw.is_empty() {
+                let Some(abbrev) = raw.read_abbreviation().unwrap() else {
+                    continue;
+                };
+                let specs = abbrev.attributes();
+                let mut steps = Vec::new();
+                let read = |plan: Plan, steps: &[Step], raw: &mut gimli::EntriesRaw<_>| {
+                    let plans = Plans {
+                        steps: steps.to_vec(),
+                        ..Plans::default()
                     };
-                    let specs = abbrev.attributes();
-                    let mut steps = Vec::new();
-                    let read = |plan: Plan, steps: &[Step], raw: &mut gimli::EntriesRaw<_>| {
-                        let plans = Plans {
-                            steps: steps.to_vec(),
-                            ..Plans::default()
-                        };
-                        let mut values = Vec::with_capacity(WANTED);
-                        let present = plans
-                            .read(plan, raw, &unit.header, specs, &mut values)
-                            .unwrap();
-                        (present, values)
-                    };
-                    let sized = attributes_size(specs, &unit.header).is_some();
-                    if let Some(fixed) = sized
-                        .then(|| make_fixed(specs, &raw, unit.encoding(), &mut steps, false))
-                        .transpose()
-                        .unwrap()
-                        .flatten()
-                    {
-                        fixed_dies += 1;
-                        let mut general_steps = Vec::new();
-                        let general = make(specs, &mut general_steps, false).unwrap();
-                        let mut by_parser = raw.clone();
-                        assert_eq!(
-                            read(fixed, &steps, &mut raw),
-                            read(general, &general_steps, &mut by_parser),
-                            "{name}: {:?}",
-                            abbrev.tag()
-                        );
-                        assert_eq!(raw.next_offset(), by_parser.next_offset());
-                    } else {
-                        raw.skip_attributes(specs).unwrap();
-                    }
+                    let mut values = Vec::with_capacity(WANTED);
+                    let present = plans
+                        .read(plan, raw, &unit.header, specs, &mut values)
+                        .unwrap();
+                    (present, values)
+                };
+                let sized = attributes_size(specs, &unit.header).is_some();
+                if let Some(fixed) = sized
+                    .then(|| make_fixed(specs, &raw, unit.encoding(), &mut steps, false))
+                    .transpose()
+                    .unwrap()
+                    .flatten()
+                {
+                    fixed_dies += 1;
+                    let mut general_steps = Vec::new();
+                    let general = make(specs, &mut general_steps, false).unwrap();
+                    let mut by_parser = raw.clone();
+                    assert_eq!(
+                        read(fixed, &steps, &mut raw),
+                        read(general, &general_steps, &mut by_parser),
+                        "{name}: {:?}",
+                        abbrev.tag()
+                    );
+                    assert_eq!(raw.next_offset(), by_parser.next_offset());
+                } else {
+                    raw.skip_attributes(specs).unwrap();
                 }
             }
-        }
+        });
         assert!(
             fixed_dies > 1000,
             "{fixed_dies} DIEs read by a fixed layout"
