@@ -856,3 +856,30 @@ fn a_conversion_without_functions_keeps_every_type() {
         }
     }
 }
+
+/// A unit with a 64-bit enum and a forward declaration of an enum of the same name (libbpf's
+/// prim phase merges the two), each behind a `volatile` (found by the `dwarf_structured`
+/// fuzz target): converted in one pass, as with a first pass, the two `volatile`s are one
+/// type, as libbpf's reference phase makes them (the shapes had made each canonical).
+#[test]
+fn volatiles_of_an_enum64_and_its_declaration_are_one_type() {
+    let elf = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/regressions/enum_decl_beside_enum64.elf"
+    ))
+    .unwrap();
+    let btf = to_btf_both_ways(&elf, None).unwrap();
+    let btf = Btf::parse(&btf).unwrap();
+    let volatile_enums = (1..btf.type_cnt())
+        .filter(|&id| {
+            let t = btf.type_by_id(id).unwrap();
+            t.kind() == Some(btfgen::btf::Kind::Volatile)
+                && t.kind
+                    .modified_type()
+                    .and_then(|target| btf.type_by_id(target).ok())
+                    .and_then(|target| target.kind())
+                    == Some(btfgen::btf::Kind::Enum64)
+        })
+        .count();
+    assert_eq!(volatile_enums, 1);
+}

@@ -65,9 +65,13 @@ const VOID: u32 = 2;
 /// Any other shape's first word is this plus its record's kind.
 const STRUCTURAL: u32 = 16;
 
-/// A named struct's or forward declaration's class (its kind flag), and an enum's (by kind).
+/// A named struct's or forward declaration's class (its kind flag), and an enum's: one for
+/// both kinds, since libbpf's prim phase merges an enum's forward declaration into a 64-bit
+/// enum of its name (`btf_compat_enum` skips the kind), and reference types to either are then
+/// one type to its reference phase (a shape per kind made both canonical).
 const STRUCT_CLASS: u32 = 1;
 const UNION_CLASS: u32 = 2;
+const ENUM_CLASS: u32 = 3;
 /// [`Shapes::named`]'s class for a primitive's shape.
 const PRIMITIVE_KEY: u32 = u32::MAX;
 
@@ -294,8 +298,7 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
                     Kind::Union => UNION_CLASS,
                     Kind::Fwd if r.kind_flag => UNION_CLASS,
                     Kind::Struct | Kind::Fwd => STRUCT_CLASS,
-                    // Enums, by kind.
-                    _ => kind as u32 + STRUCTURAL,
+                    _ => ENUM_CLASS,
                 };
                 self.named(class, r.name)?
             }
