@@ -93,8 +93,7 @@ impl<'a> Cursor<'a> {
         Some(Reader::new(bytes, self.endian))
     }
 
-    /// gimli's raw reader at the current DIE's attributes; [`Cursor::resume`] goes on where
-    /// it stops.
+    /// gimli's raw reader at the current DIE's attributes (the cursor left where it is).
     pub(super) fn raw<'u>(
         &self,
         unit: &'u gimli::Unit<Reader<'a>>,
@@ -109,9 +108,17 @@ impl<'a> Cursor<'a> {
         unit.entries_raw(Some(UnitOffset(self.base + self.pos)))
     }
 
-    /// Go on where `raw` (from [`Cursor::raw`]) stopped.
-    pub(super) fn resume(&mut self, raw: &gimli::EntriesRaw<'_, '_, Reader<'a>>) {
+    /// `read` with gimli's raw reader at the current DIE's attributes, the cursor then where
+    /// the reader stopped.
+    pub(super) fn through_gimli<'u, T>(
+        &mut self,
+        unit: &'u gimli::Unit<Reader<'a>>,
+        read: impl FnOnce(&mut gimli::EntriesRaw<'u, 'u, Reader<'a>>) -> gimli::Result<T>,
+    ) -> gimli::Result<T> {
+        let mut raw = self.raw(unit)?;
+        let read = read(&mut raw)?;
         self.pos = raw.next_offset().0.saturating_sub(self.base);
+        Ok(read)
     }
 
     fn reader(&self) -> Reader<'a> {
@@ -152,20 +159,15 @@ mod tests {
                     "{name}"
                 );
                 let specs: &[AttributeSpecification] = abbrev.attributes();
-                let size = specs.iter().try_fold(0u32, |sum, spec| {
-                    Some(sum + spec.size(&unit.header)? as u32)
-                });
                 raw.skip_attributes(specs).unwrap();
-                match size {
+                match super::super::plan::attributes_size(specs, &unit.header) {
                     Some(size) => {
                         assert!(cursor.take(size).is_some(), "{name}");
                         taken += 1;
                     }
-                    None => {
-                        let mut from_cursor = cursor.raw(unit).unwrap();
-                        from_cursor.skip_attributes(specs).unwrap();
-                        cursor.resume(&from_cursor);
-                    }
+                    None => cursor
+                        .through_gimli(unit, |from_cursor| from_cursor.skip_attributes(specs))
+                        .unwrap(),
                 }
                 assert_eq!(
                     UnitOffset(cursor.base + cursor.pos),

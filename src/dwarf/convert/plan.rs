@@ -119,7 +119,7 @@ impl Fixed {
 
 /// How many bytes the attributes `specs` take in every DIE of a unit with `header`, if the
 /// same in all (gimli's sizes of the forms).
-fn attributes_size(
+pub(super) fn attributes_size(
     specs: &[gimli::AttributeSpecification],
     header: &gimli::UnitHeader<super::Reader<'_>>,
 ) -> Option<u32> {
@@ -141,11 +141,9 @@ pub(super) struct Plan {
     pub(super) fixed: bool,
     /// Its DIEs have a `DW_AT_signature`.
     pub(super) signed: bool,
-    /// Whether its attributes take [`Plan::size`] bytes in every DIE (all of them of forms
-    /// of a fixed size).
-    pub(super) sized: bool,
-    /// How many bytes its attributes take, if [`Plan::sized`].
-    pub(super) size: u32,
+    /// How many bytes its attributes take, if as many in every DIE (all of them of forms of
+    /// a fixed size; always so for a fixed layout).
+    pub(super) size: Option<u32>,
 }
 
 /// The plans of one unit's abbreviations, by code; emptied for each unit (its memory kept).
@@ -231,7 +229,7 @@ impl Plans {
     }
 
     /// Read the attributes `specs` of a DIE as `plan`, a fixed layout's, says, from
-    /// `attributes` (the DIE's, [`Plan::size`] bytes), into `values` (with room for
+    /// `attributes` (the DIE's, its [`Plan::size`] bytes), into `values` (with room for
     /// [`WANTED`] more reserved by the caller). Returns which are present.
     #[inline]
     pub(super) fn read_fixed<'a>(
@@ -332,8 +330,7 @@ fn make_plan(
         Some(plan) => plan,
         None => make(specs, steps, scratch)?,
     };
-    plan.sized = size.is_some();
-    plan.size = size.unwrap_or(0);
+    plan.size = size;
     Ok(plan)
 }
 

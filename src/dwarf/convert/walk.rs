@@ -383,14 +383,28 @@ fn read_die<'a>(
     values: &mut Vec<Value<'a>>,
 ) -> gimli::Result<u16> {
     if plan.fixed
-        && let Some(attributes) = cursor.take(plan.size)
+        && let Some(attributes) = plan.size.and_then(|size| cursor.take(size))
     {
         return plans.read_fixed(plan, attributes, specs, values);
     }
-    let mut raw = cursor.raw(unit)?;
-    let present = plans.read(plan, &mut raw, &unit.header, specs, values)?;
-    cursor.resume(&raw);
-    Ok(present)
+    cursor.through_gimli(unit, |raw| {
+        plans.read(plan, raw, &unit.header, specs, values)
+    })
+}
+
+/// Skip the attributes `specs` of the DIE at `cursor`, of `plan`: at once if they have a
+/// size, else through gimli's reader.
+#[inline]
+fn skip_die<'a>(
+    plan: super::plan::Plan,
+    cursor: &mut Cursor<'a>,
+    unit: &gimli::Unit<super::Reader<'a>>,
+    specs: &[gimli::AttributeSpecification],
+) -> gimli::Result<()> {
+    if plan.size.and_then(|size| cursor.take(size)).is_some() {
+        return Ok(());
+    }
+    cursor.through_gimli(unit, |raw| raw.skip_attributes(specs))
 }
 
 /// How many DIEs `list` keeps, as [`Node::end`] holds it.
@@ -837,11 +851,9 @@ impl<'a> Input<'a> {
                         read_die(&nodes.plans, plan, &mut cursor, unit, specs, &mut scratch)
                             .map_err(|e| at.err(gimli_reason(e)))?;
                     self.number_alias(numbered, index, Attrs::new(present, &scratch), offset, at)?;
-                } else if !plan.sized || cursor.take(plan.size).is_none() {
-                    let mut raw = cursor.raw(unit).map_err(|e| at.err(gimli_reason(e)))?;
-                    raw.skip_attributes(specs)
+                } else {
+                    skip_die(plan, &mut cursor, unit, specs)
                         .map_err(|e| at.err(gimli_reason(e)))?;
-                    cursor.resume(&raw);
                 }
                 continue;
             }
