@@ -392,6 +392,14 @@ impl Types {
     fn words(&self, record: &Record) -> &[u32] {
         record.words(&self.words)
     }
+
+    /// Record `id`'s `index`th type id, in the order libbpf's reference phase makes them
+    /// canonical ([`type_ids`]'s: a prototype's return type, then its parameters' types; an
+    /// array's element type, then its index type).
+    fn reference_target(&self, id: u32, index: usize) -> Option<u32> {
+        let r = self.records.get(id as usize)?;
+        type_ids(r.kind?, r.size_or_type, self.words(r)).nth(index)
+    }
 }
 
 #[cfg(test)]

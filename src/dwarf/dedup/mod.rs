@@ -46,10 +46,12 @@ pub fn dedup(types: &mut Types, writer: &mut BtfWriter, threads: bool) -> Result
         }
     };
     d.resolve_fwds()?;
-    if let Some(shaped) = shaped {
-        d.premap_references(shaped)?;
-    }
-    for id in 1..n as u32 {
+    // With the shapes, only the units' types they leave, then the extra records.
+    let (listed, from) = match shaped {
+        Some(shaped) => (d.premap_references(shaped, threads)?, d.first_extra()),
+        None => (Vec::new(), 1),
+    };
+    for id in listed.into_iter().chain(from..n as u32) {
         d.ref_type(id, 0)?;
     }
     // What the search needed (tens of megabytes for a kernel) is gone before the output grows.

@@ -43,7 +43,7 @@
 //! supplementary file) always walks: the tests compare the two on every fixture, the fuzz
 //! targets on generated DWARF, and a unit test on generated units with each of these cases.
 
-use super::Dedup;
+use super::{Dedup, Types};
 use crate::btf::Kind;
 use crate::btf::dedup_table::{DedupPhases, DedupRecords, combine, same_words, spread};
 use crate::error::Result;
@@ -692,6 +692,9 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
 /// shapes, for the reference phase.
 struct Settled {
     walked: Vec<(u32, u32)>,
+    /// The units' structs and unions the struct phase still has to do, ascending: those
+    /// the shapes made canonical, and those left to the walks.
+    structs: Vec<u32>,
     shaped: Shaped,
 }
 
@@ -700,11 +703,13 @@ struct Settled {
 pub(super) struct Shaped {
     of: Vec<u32>,
     settled: Vec<bool>,
+    /// The parts' first units, then the end (as the shapes were made).
+    parts: heapless::Vec<usize, { PARTS + 1 }>,
 }
 
 impl Dedup<'_> {
     /// The first extra record's id (after every unit's records; 0 without units).
-    fn first_extra(&self) -> u32 {
+    pub(super) fn first_extra(&self) -> u32 {
         self.types.units.last().copied().unwrap_or(0)
     }
 
@@ -722,7 +727,9 @@ impl Dedup<'_> {
         // The walks are few: the hypothetical map a table of what they assume.
         self.tables.begin_struct_phase(true)?;
         let n = self.tables.map.len() as u32;
-        for id in 1..n {
+        // Every other struct and union is mapped, which the phase would find.
+        let rest = settled.structs.iter().copied();
+        for id in rest.chain(self.first_extra()..n) {
             // Settled as the first of its shape: canonical, a candidate for the walks.
             if self.tables.map[id as usize] == id
                 && matches!(self.kind(id), Some(Kind::Struct | Kind::Union))
@@ -788,46 +795,67 @@ impl Dedup<'_> {
             return Ok(None);
         };
         let Shapes { info, dirty, .. } = shapes;
-        let mut walked = Vec::new();
-        let units = core::mem::take(&mut self.types.units);
-        let mut result = Ok(());
-        for (unit, range) in units.windows(2).enumerate() {
-            for id in range[0]..range[1] {
-                let Some(info) = info.get(of[id as usize] as usize) else {
-                    continue;
-                };
+        let (mut walked, mut structs) = (Vec::new(), Vec::new());
+        for unit in 0..unit_count {
+            let units = &self.types.units;
+            for id in units[unit]..units[unit + 1] {
+                let kind = self.kind(id);
                 // No full copy, or reaching an ambiguous name (`shapes_of_halves` unmarks those).
-                if info.first_full == UNSET {
-                    continue;
+                if let Some(info) = info
+                    .get(of[id as usize] as usize)
+                    .filter(|info| info.first_full != UNSET)
+                {
+                    self.settle_record(id, kind, info.first_full, dirty[unit], &mut walked)?;
                 }
-                match self.kind(id) {
-                    Some(Kind::Struct | Kind::Union) if dirty[unit] => {
-                        if let Err(e) = fallible::push(&mut walked, (id, info.first_full)) {
-                            result = Err(e);
-                        }
-                    }
-                    Some(Kind::Struct | Kind::Union) => {
-                        self.tables.map[id as usize] = info.first_full;
-                    }
-                    // A canonical forward declaration (the prim phase's first of its name):
-                    // the one definition of its name, as a walk or the forward declarations'
-                    // phase would resolve it.
-                    Some(Kind::Fwd) if self.tables.map[id as usize] == id => {
-                        self.tables.map[id as usize] = info.first_full;
-                    }
-                    _ => {}
+                // Left to the struct phase: a canonical struct, or one to walk.
+                let mapped_away = crate::btf::dedup_table::is_mapped(&self.tables.map, id)
+                    && self.tables.map[id as usize] != id;
+                if matches!(kind, Some(Kind::Struct | Kind::Union)) && !mapped_away {
+                    fallible::push(&mut structs, id)?;
                 }
             }
         }
-        self.types.units = units;
-        result?;
         let mut settled = Vec::new();
         settled.try_reserve_exact(reaching.len())?;
         settled.extend(reaching.iter().map(|&reaches| !reaches));
         Ok(Some(Settled {
             walked,
-            shaped: Shaped { of, settled },
+            structs,
+            shaped: Shaped {
+                of,
+                settled,
+                parts: bounds,
+            },
         }))
+    }
+
+    /// Map record `id` of `kind`, of a shape whose first full record is `first_full`, as
+    /// the shapes settle it ([`Dedup::settle`]): a struct of a unit that is not clean
+    /// (`dirty`) left to the walks, into `walked`.
+    fn settle_record(
+        &mut self,
+        id: u32,
+        kind: Option<Kind>,
+        first_full: u32,
+        dirty: bool,
+        walked: &mut Vec<(u32, u32)>,
+    ) -> Result<()> {
+        match kind {
+            Some(Kind::Struct | Kind::Union) if dirty => {
+                fallible::push(walked, (id, first_full))?;
+            }
+            Some(Kind::Struct | Kind::Union) => {
+                self.tables.map[id as usize] = first_full;
+            }
+            // A canonical forward declaration (the prim phase's first of its name):
+            // the one definition of its name, as a walk or the forward declarations'
+            // phase would resolve it.
+            Some(Kind::Fwd) if self.tables.map[id as usize] == id => {
+                self.tables.map[id as usize] = first_full;
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// The shapes of every unit's records into `of`, the units of each part (from each of
@@ -893,73 +921,75 @@ impl Dedup<'_> {
     /// The reference phase's work for the reference types (modifiers, typedefs, pointers,
     /// arrays, prototypes) of a shape that reaches no ambiguous name: such types of one shape
     /// refer to the same canonical types, so libbpf's phase makes the first of them it
-    /// finishes canonical and maps the others to it. Here they are visited in the phase's
-    /// order (ids ascending, each type's references before it) and mapped so, without
-    /// hashing them; the phase then only does the others (it finds these mapped). Called
+    /// finishes canonical and maps the others to it. Here each is mapped to the first of its
+    /// shape in the phase's order (ids ascending, each type's references before it), without
+    /// hashing it; the phase then only does the others (it finds these mapped). Called
     /// after the forward declarations' phase, once the struct phase went as the shapes said.
-    pub(super) fn premap_references(&mut self, shaped: Shaped) -> Result<()> {
-        let Shaped { of, settled } = shaped;
+    ///
+    /// A unit's references stay in the unit (else nothing is shaped), so the phase's order is
+    /// each part's in turn: the parts are read apart (on two threads if `threads`;
+    /// [`ReferencePart::visit`]), each mapping its types to the first of their shape in the
+    /// part; then, in order, each part's firsts are made canonical or mapped to an earlier
+    /// part's (a chain `resolve` follows). Returns the units' types left to the reference
+    /// phase, ascending: those it would not find mapped.
+    pub(super) fn premap_references(&mut self, shaped: Shaped, threads: bool) -> Result<Vec<u32>> {
+        let Shaped {
+            of,
+            settled,
+            parts: bounds,
+        } = shaped;
+        let Dedup { types, tables } = self;
+        let types: &Types = types;
+        let mut parts: heapless::Vec<ReferencePart<'_>, PARTS> = heapless::Vec::new();
+        let mut unparted = tables.map.get_mut(..of.len()).unwrap_or_default();
+        let mut base = 0u32;
+        for range in bounds.windows(2) {
+            let end = types.units.get(range[1]).copied().unwrap_or(base).max(base);
+            let (map, after) = core::mem::take(&mut unparted).split_at_mut((end - base) as usize);
+            let part = ReferencePart {
+                units: range[0]..range[1],
+                base,
+                map,
+                firsts: Vec::new(),
+                rest: Vec::new(),
+            };
+            if parts.push(part).is_err() {
+                break;
+            }
+            (unparted, base) = (after, end);
+        }
+        let shapes = settled.len();
+        each_part(threads, &mut parts, |part| {
+            part.visit(types, &of, &settled)?;
+            Ok(true)
+        })?;
+        let mut rest: Vec<u32> = Vec::new();
+        rest.try_reserve_exact(parts.iter().map(|part| part.rest.len()).sum())?;
+        for part in &parts {
+            rest.extend_from_slice(&part.rest);
+        }
+        let firsts: heapless::Vec<Vec<(u32, u32)>, PARTS> =
+            parts.into_iter().map(|part| part.firsts).collect();
         let mut canonical: Vec<u32> = Vec::new();
-        canonical.try_reserve_exact(settled.len())?;
-        canonical.resize(settled.len(), UNSET);
-        let mut visited: Vec<u64> = Vec::new();
-        visited.try_reserve_exact(of.len().div_ceil(64))?;
-        visited.resize(of.len().div_ceil(64), 0);
-        // (reference type, its next reference to visit): a walk without recursion, as deep
-        // as the chains of references are long.
-        let mut stack: Vec<(u32, usize)> = Vec::new();
-        let limit = of.len() as u32;
-        for root in 1..limit {
-            if !self.enter_reference(root, limit, &mut visited, &mut stack)? {
-                continue;
-            }
-            while let Some(&mut (id, ref mut next)) = stack.last_mut() {
-                if let Some(target) = self.reference_target(id, *next) {
-                    *next += 1;
-                    self.enter_reference(target, limit, &mut visited, &mut stack)?;
-                    continue;
-                }
-                stack.pop();
-                let Some(&shape) = of.get(id as usize) else {
-                    continue;
-                };
-                if settled.get(shape as usize) != Some(&true) {
-                    continue;
-                }
-                let first = canonical[shape as usize];
-                if first == UNSET {
-                    canonical[shape as usize] = id;
-                    self.make_canonical_reference(id)?;
-                } else {
-                    self.tables.map[id as usize] = first;
-                }
+        canonical.try_reserve_exact(shapes)?;
+        canonical.resize(shapes, UNSET);
+        // Each shape's first in the first part that has it is canonical, the others map to
+        // it; then, every type's map final, the canonical ones are made so.
+        for (shape, id) in firsts.iter().flatten().copied() {
+            let first = canonical[shape as usize];
+            if first == UNSET {
+                canonical[shape as usize] = id;
+                self.tables.map[id as usize] = id;
+            } else {
+                self.tables.map[id as usize] = first;
             }
         }
-        Ok(())
-    }
-
-    /// Start the visit of `id` if it is a unit's reference type (below `limit`) not visited
-    /// yet.
-    fn enter_reference(
-        &self,
-        id: u32,
-        limit: u32,
-        visited: &mut [u64],
-        stack: &mut Vec<(u32, usize)>,
-    ) -> Result<bool> {
-        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
-        let Some(seen) = visited.get_mut(word).filter(|_| id < limit) else {
-            return Ok(false);
-        };
-        let reference = self
-            .kind(id)
-            .is_some_and(crate::btf::dedup_table::is_reference_kind);
-        if *seen & bit != 0 || !reference {
-            return Ok(false);
+        for (shape, id) in firsts.iter().flatten().copied() {
+            if canonical[shape as usize] == id {
+                self.make_canonical_reference(id)?;
+            }
         }
-        *seen |= bit;
-        fallible::push(stack, (id, 0))?;
-        Ok(true)
+        Ok(rest)
     }
 
     /// Canonical reference type `id` as libbpf's reference phase leaves one: its references
@@ -984,13 +1014,146 @@ impl Dedup<'_> {
         let h = self.reference_hash(id, kind);
         self.add_candidate(h, id)
     }
+}
 
-    /// Reference type `id`'s `index`th reference, in the order libbpf's reference phase
-    /// makes them canonical ([`crate::dwarf::type_ids`]'s: a prototype's return type, then
-    /// its parameters' types; an array's element type, then its index type).
-    fn reference_target(&self, id: u32, index: usize) -> Option<u32> {
-        let r = self.record(id);
-        crate::dwarf::type_ids(r.kind?, r.size_or_type, self.words(id)).nth(index)
+/// The reference types of one part of the units ([`Dedup::premap_references`]): record
+/// `base + i`'s entry of the deduplication's map at `map[i]`.
+struct ReferencePart<'m> {
+    /// The part's units (indexes of [`Types::units`]).
+    units: core::ops::Range<usize>,
+    base: u32,
+    map: &'m mut [u32],
+    /// (shape, type) for the first type of each settled shape, in the phase's order.
+    firsts: Vec<(u32, u32)>,
+    /// The types the reference phase still has to do, ascending: neither of a settled shape
+    /// nor mapped by the phases before.
+    rest: Vec<u32>,
+}
+
+impl ReferencePart<'_> {
+    /// The shape of `id` if it is a reference type of a settled shape (`settled`, by the
+    /// records' shapes `of`).
+    fn settled_reference(types: &Types, of: &[u32], settled: &[bool], id: u32) -> Option<u32> {
+        let reference = types
+            .records
+            .get(id as usize)
+            .and_then(|r| r.kind)
+            .is_some_and(crate::btf::dedup_table::is_reference_kind);
+        let shape = *of.get(id as usize)?;
+        (reference && settled.get(shape as usize) == Some(&true)).then_some(shape)
+    }
+
+    /// The part's reference types of settled shapes: the first of each shape in the
+    /// reference phase's order into `firsts`, the others mapped to it; the types the phase
+    /// still has to do into `rest`. The phase's order is a walk of each unit (each type's
+    /// references before it), but a unit has one type of most shapes: the part is read in
+    /// id order, and only a unit holding two types of a shape whose first is there is
+    /// walked, to find which of them the phase finishes first.
+    fn visit(&mut self, types: &Types, of: &[u32], settled: &[bool]) -> Result<()> {
+        // Per shape, where its first is in `firsts`.
+        let mut first_of: Vec<u32> = Vec::new();
+        first_of.try_reserve_exact(settled.len())?;
+        first_of.resize(settled.len(), UNSET);
+        // Per shape, the first id of the last unit walked whose first of it was found.
+        let mut found: Vec<u32> = Vec::new();
+        for unit in self.units.clone() {
+            let (start, end) = (types.units[unit], types.units[unit + 1]);
+            let mut twice = false;
+            for id in start..end {
+                let at = (id - self.base) as usize;
+                let Some(shape) = Self::settled_reference(types, of, settled, id) else {
+                    if !crate::btf::dedup_table::is_mapped(self.map, at as u32) {
+                        fallible::push(&mut self.rest, id)?;
+                    }
+                    continue;
+                };
+                match first_of[shape as usize] {
+                    UNSET => {
+                        first_of[shape as usize] = self.firsts.len() as u32;
+                        fallible::push(&mut self.firsts, (shape, id))?;
+                    }
+                    entry => {
+                        let first = self.firsts[entry as usize].1;
+                        self.map[at] = first;
+                        twice |= first >= start;
+                    }
+                }
+            }
+            if twice {
+                if found.is_empty() {
+                    found.try_reserve_exact(settled.len())?;
+                    found.resize(settled.len(), UNSET);
+                }
+                self.order_unit(types, (of, settled), start..end, &first_of, &mut found)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Make the first of each shape whose first is in the unit of ids `unit` the one the
+    /// reference phase finishes first there, walking the unit as the phase does; the one
+    /// taken for it in id order, and what was mapped to that one, mapped to it. `found`:
+    /// per shape, the unit (its first id) where the walk found its first.
+    fn order_unit(
+        &mut self,
+        types: &Types,
+        (of, settled): (&[u32], &[bool]),
+        unit: core::ops::Range<u32>,
+        first_of: &[u32],
+        found: &mut [u32],
+    ) -> Result<()> {
+        let len = (unit.end - unit.start) as usize;
+        let mut visited: Vec<u64> = Vec::new();
+        visited.try_reserve_exact(len.div_ceil(64))?;
+        visited.resize(len.div_ceil(64), 0);
+        // Start the visit of `id` if it is a reference type of the unit not visited yet.
+        let enter = |id: u32, visited: &mut [u64], stack: &mut Vec<(u32, usize)>| {
+            let Some(at) = id.checked_sub(unit.start).filter(|&at| (at as usize) < len) else {
+                return Ok(false);
+            };
+            let (word, bit) = (at as usize / 64, 1u64 << (at % 64));
+            let reference = types
+                .records
+                .get(id as usize)
+                .and_then(|r| r.kind)
+                .is_some_and(crate::btf::dedup_table::is_reference_kind);
+            if visited[word] & bit != 0 || !reference {
+                return Ok(false);
+            }
+            visited[word] |= bit;
+            fallible::push(stack, (id, 0)).map(|()| true)
+        };
+        // (reference type, its next reference to visit): a walk without recursion, as deep
+        // as the chains of references are long.
+        let mut stack: Vec<(u32, usize)> = Vec::new();
+        for root in unit.clone() {
+            if !enter(root, &mut visited, &mut stack)? {
+                continue;
+            }
+            while let Some(&mut (id, ref mut next)) = stack.last_mut() {
+                if let Some(target) = types.reference_target(id, *next) {
+                    *next += 1;
+                    enter(target, &mut visited, &mut stack)?;
+                    continue;
+                }
+                stack.pop();
+                let Some(shape) = Self::settled_reference(types, of, settled, id) else {
+                    continue;
+                };
+                let entry = first_of[shape as usize] as usize;
+                let first = self.firsts[entry].1;
+                if first < unit.start || found[shape as usize] == unit.start {
+                    continue;
+                }
+                found[shape as usize] = unit.start;
+                if first != id {
+                    self.firsts[entry].1 = id;
+                    self.map[(first - self.base) as usize] = id;
+                    self.map[(id - self.base) as usize] = crate::btf::dedup_table::UNPROCESSED;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -1086,6 +1249,10 @@ mod tests {
         /// A pointer to a prototype `int (struct k *)`.
         Callback(u32),
         Proto(u32),
+        /// A `const` made before a second pointer to struct `k` it refers to, made after the
+        /// first: the reference phase finishes the second first (the const's walk reaches
+        /// it before the first pointer's id comes).
+        ConstBeforeTwin(u32),
     }
 
     /// One generated input: units of records, each referring only into itself and to the
@@ -1101,6 +1268,8 @@ mod tests {
         defined: HashMap<u32, u32>,
         /// Chance of a second record of a template in one unit (out of 100).
         twins: u64,
+        /// Chance of a unit starting with a [`Template::ConstBeforeTwin`] (out of 100).
+        late_twins: u64,
         index_int: u32,
         /// Prototypes made in the units, for functions of the same prototype after them.
         protos: Vec<u32>,
@@ -1256,6 +1425,14 @@ mod tests {
                     let proto = self.make(Template::Proto(k));
                     self.push(Self::record(Kind::Ptr, 0, false, 0, proto), vec![])
                 }
+                Template::ConstBeforeTwin(k) => {
+                    let id = self.push(Self::record(Kind::Const, 0, false, 0, 0), vec![]);
+                    let first = self.make(Template::PtrTo(k));
+                    let target = self.records[first as usize].0.size_or_type;
+                    let twin = self.push(Self::record(Kind::Ptr, 0, false, 0, target), vec![]);
+                    self.records[id as usize].0.size_or_type = twin;
+                    id
+                }
             };
             self.made.insert(t, id);
             id
@@ -1273,6 +1450,10 @@ mod tests {
                     self.defined.insert(k, variant);
                 }
             }
+            if self.chance(self.late_twins) {
+                let k = (self.next)() as u32 % STRUCTS;
+                self.make(Template::ConstBeforeTwin(k));
+            }
             let defined: Vec<(u32, u32)> = self.defined.iter().map(|(&k, &v)| (k, v)).collect();
             let mut defined = defined;
             defined.sort_unstable();
@@ -1287,6 +1468,7 @@ mod tests {
                 let k = (self.next)() as u32 % STRUCTS;
                 self.make(Template::PtrTo(k));
             }
+
             if let Some(&proto) = self.made.get(&Template::Proto(0))
                 && self.chance(50)
             {
@@ -1295,15 +1477,18 @@ mod tests {
         }
     }
 
+    /// How often generated units hold twins (two records of one template; [`Gen::twins`],
+    /// [`Gen::late_twins`]) and a second definition of a name (out of 100).
+    #[derive(Clone, Copy)]
+    struct Mix {
+        twins: u64,
+        late_twins: u64,
+        ambiguity: u64,
+    }
+
     /// Records of `units` generated units from `seed`, as [`Types`] (with their unit ranges
     /// if `with_units`, else as the two-pass conversion leaves them), and their names.
-    fn generate(
-        seed: u64,
-        units: usize,
-        twins: u64,
-        ambiguity: u64,
-        with_units: bool,
-    ) -> (Types, BtfWriter) {
+    fn generate(seed: u64, units: usize, mix: Mix, with_units: bool) -> (Types, BtfWriter) {
         let mut writer = BtfWriter::new(Endianness::Little).unwrap();
         let names = (0..80)
             .map(|i| writer.add_string(&alloc::format!("n{i}")).unwrap())
@@ -1316,7 +1501,8 @@ mod tests {
             units: Vec::new(),
             made: HashMap::new(),
             defined: HashMap::new(),
-            twins,
+            twins: mix.twins,
+            late_twins: mix.late_twins,
             index_int: 0,
             protos: Vec::new(),
         };
@@ -1324,7 +1510,7 @@ mod tests {
         // placeholder, then it is patched.
         g.index_int = u32::MAX;
         for _ in 0..units {
-            g.unit(ambiguity);
+            g.unit(mix.ambiguity);
         }
         let first_extra = g.records.len() as u32;
         g.units.push(first_extra);
@@ -1353,22 +1539,16 @@ mod tests {
         (types, writer)
     }
 
-    fn deduplicated(
-        seed: u64,
-        units: usize,
-        twins: u64,
-        ambiguity: u64,
-        with_units: bool,
-    ) -> Vec<u8> {
-        let (mut types, mut writer) = generate(seed, units, twins, ambiguity, with_units);
+    fn deduplicated(seed: u64, units: usize, mix: Mix, with_units: bool) -> Vec<u8> {
+        let (mut types, mut writer) = generate(seed, units, mix, with_units);
         super::super::dedup(&mut types, &mut writer, false).unwrap();
         writer.finish().unwrap()
     }
 
     /// How the shapes took the generated input: 0, not at all; 1, settled, but a walk went
     /// otherwise (the phases start over); 2, settled with no struct walked; 3, with some.
-    fn outcome(seed: u64, units: usize, twins: u64, ambiguity: u64) -> usize {
-        let (mut types, _) = generate(seed, units, twins, ambiguity, true);
+    fn outcome(seed: u64, units: usize, mix: Mix) -> usize {
+        let (mut types, _) = generate(seed, units, mix, true);
         let n = types.records.len();
         let mut d = Dedup {
             tables: PhaseTables::new(n, 0, true).unwrap(),
@@ -1379,7 +1559,7 @@ mod tests {
             return 0;
         };
         let walked = settled.walked.len();
-        let (mut types, _) = generate(seed, units, twins, ambiguity, true);
+        let (mut types, _) = generate(seed, units, mix, true);
         let mut d = Dedup {
             tables: PhaseTables::new(n, 0, true).unwrap(),
             types: &mut types,
@@ -1401,12 +1581,15 @@ mod tests {
         let mut outcomes = [0usize; 4];
         for seed in 1..=120u64 {
             let units = 2 + (seed % 13) as usize;
-            let twins = [0, 0, 5, 20][(seed % 4) as usize];
-            let ambiguity = [0, 0, 10, 50][(seed / 4 % 4) as usize];
-            let walked = deduplicated(seed, units, twins, ambiguity, false);
-            let shaped = deduplicated(seed, units, twins, ambiguity, true);
+            let mix = Mix {
+                twins: [0, 0, 5, 20][(seed % 4) as usize],
+                late_twins: 0,
+                ambiguity: [0, 0, 10, 50][(seed / 4 % 4) as usize],
+            };
+            let walked = deduplicated(seed, units, mix, false);
+            let shaped = deduplicated(seed, units, mix, true);
             assert!(walked == shaped, "seed {seed}: other bytes with the shapes");
-            outcomes[outcome(seed, units, twins, ambiguity)] += 1;
+            outcomes[outcome(seed, units, mix)] += 1;
         }
         // Each way exercised.
         assert!(outcomes.iter().all(|&n| n > 5), "{outcomes:?}");
@@ -1418,11 +1601,37 @@ mod tests {
     fn clean_units_are_deduplicated_by_their_shapes_alone() {
         for seed in 1..=60u64 {
             let units = 2 + (seed % 13) as usize;
-            let ambiguity = [0, 10, 50][(seed % 3) as usize];
-            let walked = deduplicated(seed, units, 0, ambiguity, false);
-            let shaped = deduplicated(seed, units, 0, ambiguity, true);
+            let mix = Mix {
+                twins: 0,
+                late_twins: 0,
+                ambiguity: [0, 10, 50][(seed % 3) as usize],
+            };
+            let walked = deduplicated(seed, units, mix, false);
+            let shaped = deduplicated(seed, units, mix, true);
             assert!(walked == shaped, "seed {seed}: other bytes with the shapes");
-            assert_eq!(outcome(seed, units, 0, ambiguity), 2, "seed {seed}");
+            assert_eq!(outcome(seed, units, mix), 2, "seed {seed}");
         }
+    }
+
+    /// A unit whose first pointer to a struct comes after a `const` that refers to a second
+    /// pointer to it (made after the first): the reference phase finishes the second first,
+    /// so where that unit is the first to hold their shape, the second is canonical (the
+    /// shapes' reading in id order would take the first).
+    #[test]
+    fn a_twin_the_reference_phase_finishes_first_is_canonical() {
+        let mut settled = 0;
+        for seed in 1..=60u64 {
+            let units = 2 + (seed % 7) as usize;
+            let mix = Mix {
+                twins: 0,
+                late_twins: 50,
+                ambiguity: 0,
+            };
+            let walked = deduplicated(seed, units, mix, false);
+            let shaped = deduplicated(seed, units, mix, true);
+            assert!(walked == shaped, "seed {seed}: other bytes with the shapes");
+            settled += usize::from(outcome(seed, units, mix) >= 2);
+        }
+        assert!(settled > 30, "{settled} of 60 settled");
     }
 }
