@@ -874,16 +874,27 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             self.tables().base_len.max(1),
             self.tables().map.len() as u32,
         );
+        self.resolve_fwds_among(start..end, start..end)
+    }
+
+    /// [`DedupPhases::resolve_fwds`] where every canonical struct and union is among
+    /// `composites` and every canonical FWD among `fwds` (each ascending; others in them are
+    /// passed over).
+    fn resolve_fwds_among(
+        &mut self,
+        composites: impl Iterator<Item = u32>,
+        fwds: impl Iterator<Item = u32>,
+    ) -> Result<()> {
         // Name → the canonical composite of that name, 0 when there are several.
         let mut names: HashTable<(u32, u32)> = HashTable::new();
-        for id in start..end {
+        for id in composites {
             if matches!(self.kind(id), Some(Kind::Struct | Kind::Union))
                 && self.tables().map[id as usize] == id
             {
                 name_table_add(&mut names, self.record(id).name, id)?;
             }
         }
-        for id in start..end {
+        for id in fwds {
             let r = self.record(id);
             if r.kind != Some(Kind::Fwd) || self.tables().map[id as usize] != id {
                 continue;

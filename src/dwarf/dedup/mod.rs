@@ -45,7 +45,10 @@ pub fn dedup(types: &mut Types, writer: &mut BtfWriter, threads: bool) -> Result
             None
         }
     };
-    d.resolve_fwds()?;
+    match &shaped {
+        Some(shaped) => d.resolve_fwds_by_shapes(shaped)?,
+        None => d.resolve_fwds()?,
+    }
     // With the shapes, only the units' types they leave, then the extra records.
     let (listed, from) = match shaped {
         Some(shaped) => (d.premap_references(shaped, threads)?, d.first_extra()),

@@ -692,9 +692,6 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
 /// shapes, for the reference phase.
 struct Settled {
     walked: Vec<(u32, u32)>,
-    /// The units' structs and unions the struct phase still has to do, ascending: those
-    /// the shapes made canonical, and those left to the walks.
-    structs: Vec<u32>,
     shaped: Shaped,
 }
 
@@ -705,6 +702,11 @@ pub(super) struct Shaped {
     settled: Vec<bool>,
     /// The parts' first units, then the end (as the shapes were made).
     parts: heapless::Vec<usize, { PARTS + 1 }>,
+    /// The units' structs and unions the struct phase still has to do, ascending: those
+    /// the shapes made canonical, and those left to the walks.
+    structs: Vec<u32>,
+    /// The units' forward declarations the shapes left canonical, ascending.
+    fwds: Vec<u32>,
 }
 
 impl Dedup<'_> {
@@ -728,7 +730,7 @@ impl Dedup<'_> {
         self.tables.begin_struct_phase(true)?;
         let n = self.tables.map.len() as u32;
         // Every other struct and union is mapped, which the phase would find.
-        let rest = settled.structs.iter().copied();
+        let rest = settled.shaped.structs.iter().copied();
         for id in rest.chain(self.first_extra()..n) {
             // Settled as the first of its shape: canonical, a candidate for the walks.
             if self.tables.map[id as usize] == id
@@ -749,6 +751,16 @@ impl Dedup<'_> {
             }
         }
         Ok(Ok(settled.shaped))
+    }
+
+    /// The forward declarations' phase after the struct phase went as the shapes said: its
+    /// canonical structs, unions and forward declarations are among those `shaped` lists and
+    /// the extra records.
+    pub(super) fn resolve_fwds_by_shapes(&mut self, shaped: &Shaped) -> Result<()> {
+        let extras = self.first_extra()..self.tables.map.len() as u32;
+        let composites = shaped.structs.iter().copied().chain(extras.clone());
+        let fwds = shaped.fwds.iter().copied().chain(extras);
+        self.resolve_fwds_among(composites, fwds)
     }
 
     /// Map what the shapes settle (see the module's comment); the structs of mapped shapes
@@ -795,7 +807,7 @@ impl Dedup<'_> {
             return Ok(None);
         };
         let Shapes { info, dirty, .. } = shapes;
-        let (mut walked, mut structs) = (Vec::new(), Vec::new());
+        let (mut walked, mut structs, mut fwds) = (Vec::new(), Vec::new(), Vec::new());
         for unit in 0..unit_count {
             let units = &self.types.units;
             for id in units[unit]..units[unit + 1] {
@@ -810,8 +822,12 @@ impl Dedup<'_> {
                 // Left to the struct phase: a canonical struct, or one to walk.
                 let mapped_away = crate::btf::dedup_table::is_mapped(&self.tables.map, id)
                     && self.tables.map[id as usize] != id;
-                if matches!(kind, Some(Kind::Struct | Kind::Union)) && !mapped_away {
-                    fallible::push(&mut structs, id)?;
+                match kind {
+                    Some(Kind::Struct | Kind::Union) if !mapped_away => {
+                        fallible::push(&mut structs, id)?;
+                    }
+                    Some(Kind::Fwd) if !mapped_away => fallible::push(&mut fwds, id)?,
+                    _ => {}
                 }
             }
         }
@@ -820,11 +836,12 @@ impl Dedup<'_> {
         settled.extend(reaching.iter().map(|&reaches| !reaches));
         Ok(Some(Settled {
             walked,
-            structs,
             shaped: Shaped {
                 of,
                 settled,
                 parts: bounds,
+                structs,
+                fwds,
             },
         }))
     }
@@ -937,6 +954,7 @@ impl Dedup<'_> {
             of,
             settled,
             parts: bounds,
+            ..
         } = shaped;
         let Dedup { types, tables } = self;
         let types: &Types = types;
