@@ -86,29 +86,17 @@ impl Dedup<'_> {
 
     /// Write the canonical types in id order, every reference remapped to its new id.
     fn emit(&mut self, writer: &mut BtfWriter) -> Result<()> {
-        let n = self.tables.map.len();
-        let mut new_ids: Vec<u32> = fallible::vec_with_capacity(n)?;
-        new_ids.resize(n, 0);
-        let mut next = 1u32;
-        for (id, new_id) in new_ids.iter_mut().enumerate().skip(1) {
-            if self.tables.map[id] == id as u32 {
-                *new_id = next;
-                next += 1;
-            }
-        }
+        let new_ids = NewIds::of(&self.tables.map)?;
         // Only the deduplicated types must fit BTF's id space (the records before may not).
-        if next - 1 > crate::btf::MAX_TYPE_ID {
+        if new_ids.count > crate::btf::MAX_TYPE_ID {
             return Err(Error::Limit {
                 what: "BTF type count after deduplicating the DWARF types",
                 limit: crate::btf::MAX_TYPE_ID as usize,
             });
         }
-        let remap = |d: &Self, id: u32| new_ids[d.resolve(id) as usize];
+        let remap = |d: &Self, id: u32| new_ids.get(d.resolve(id));
         let mut words: Vec<u32> = Vec::new();
-        for id in 1..n as u32 {
-            if self.tables.map[id as usize] != id {
-                continue;
-            }
+        for id in new_ids.canonical() {
             let r = self.record(id);
             let Some(kind) = r.kind else {
                 return Err(Error::BadType {
@@ -126,6 +114,64 @@ impl Dedup<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The output's ids: the canonical records (those a deduplication's map maps to themselves)
+/// numbered from 1 in id order, as a bit per record and a count per 64 of them (an id per
+/// record was 13 MB for a kernel's, written and read once).
+struct NewIds {
+    /// Bit `i % 64` of word `i / 64`: whether record `i` is canonical (never 0, `void`).
+    bits: Vec<u64>,
+    /// Per word of `bits`, the canonical records before it.
+    before: Vec<u32>,
+    count: u32,
+}
+
+impl NewIds {
+    fn of(map: &[u32]) -> Result<NewIds> {
+        let words = map.len().div_ceil(64);
+        let (mut bits, mut before) = (Vec::new(), Vec::new());
+        bits.try_reserve_exact(words)?;
+        before.try_reserve_exact(words)?;
+        let mut count = 0u32;
+        for (word, chunk) in map.chunks(64).enumerate() {
+            let first = (word * 64) as u32;
+            let mut w = 0u64;
+            for (bit, &to) in chunk.iter().enumerate() {
+                w |= u64::from(to == first + bit as u32 && first + bit as u32 != 0) << bit;
+            }
+            bits.push(w);
+            before.push(count);
+            count += w.count_ones();
+        }
+        Ok(NewIds {
+            bits,
+            before,
+            count,
+        })
+    }
+
+    /// Canonical record `id`'s new id (0 for any other).
+    fn get(&self, id: u32) -> u32 {
+        let (word, bit) = (id as usize / 64, id % 64);
+        match (self.bits.get(word), self.before.get(word)) {
+            (Some(&w), Some(&before)) if w >> bit & 1 == 1 => {
+                before + (w & ((1u64 << bit) - 1)).count_ones() + 1
+            }
+            _ => 0,
+        }
+    }
+
+    /// The canonical records, ascending.
+    fn canonical(&self) -> impl Iterator<Item = u32> + '_ {
+        self.bits.iter().enumerate().flat_map(|(word, &w)| {
+            core::iter::successors((w != 0).then_some(w), |&rest| {
+                let next = rest & (rest - 1);
+                (next != 0).then_some(next)
+            })
+            .map(move |rest| (word * 64) as u32 + rest.trailing_zeros())
+        })
     }
 }
 
@@ -183,6 +229,44 @@ impl DedupPhases for Dedup<'_> {
         Error::BadType {
             id,
             reason: "DWARF conversion left a type unwritten",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NewIds;
+    use alloc::vec::Vec;
+
+    /// The new ids are the canonical records numbered in order, as counting them one by one
+    /// gives them, on maps of lengths around the words' bounds.
+    #[test]
+    fn new_ids_number_the_canonical_records_in_order() {
+        let mut next = crate::test_rng::xorshift64(7);
+        for len in [1usize, 2, 63, 64, 65, 127, 128, 129, 1000] {
+            let map: Vec<u32> = (0..len as u32)
+                .map(|id| if next() % 3 == 0 { id } else { id / 2 })
+                .collect();
+            let new_ids = NewIds::of(&map).unwrap();
+            let mut count = 0;
+            let mut canonical = Vec::new();
+            for (id, &to) in map.iter().enumerate().skip(1) {
+                let expected = if to == id as u32 {
+                    count += 1;
+                    canonical.push(id as u32);
+                    count
+                } else {
+                    0
+                };
+                assert_eq!(new_ids.get(id as u32), expected, "len {len}, id {id}");
+            }
+            assert_eq!(new_ids.get(0), 0);
+            assert_eq!(new_ids.count, count);
+            assert_eq!(
+                new_ids.canonical().collect::<Vec<_>>(),
+                canonical,
+                "len {len}"
+            );
         }
     }
 }
