@@ -277,7 +277,21 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
         Ok(shape)
     }
 
+    /// The shape of record `id` ([`Shapes::shape`]), read here where it is made already (most
+    /// are: each member's type, each copy of a unit's types).
+    #[inline(always)]
+    fn known_shape(&mut self, id: u32, depth: usize) -> Result<Made> {
+        match id
+            .checked_sub(self.base)
+            .and_then(|i| self.of.get(i as usize))
+        {
+            Some(&shape) if shape < BUSY => Ok(Ok(shape)),
+            _ => self.shape(id, depth),
+        }
+    }
+
     /// The shape of record `id`, made (with what it refers to) if it is not yet.
+    #[inline(never)]
     fn shape(&mut self, id: u32, depth: usize) -> Result<Made> {
         let slot = id.checked_sub(self.base).map(|i| i as usize);
         let known = slot.and_then(|i| self.of.get(i)).copied();
@@ -357,7 +371,7 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
             return Ok(Err(Unsettled));
         }
         for child in crate::dwarf::type_ids(kind, r.size_or_type, words) {
-            if let Err(unsettled) = self.shape(child, depth + 1)? {
+            if let Err(unsettled) = self.known_shape(child, depth + 1)? {
                 return Ok(Err(unsettled));
             }
         }
@@ -435,7 +449,7 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
                 if crate::dwarf::type_ids(kind, r.size_or_type, d.words(id)).any(outside) {
                     return Ok(Err(Unsettled));
                 }
-                let Ok(shape) = self.shape(id, 0)? else {
+                let Ok(shape) = self.known_shape(id, 0)? else {
                     return Ok(Err(Unsettled));
                 };
                 if matches!(kind, Kind::Struct | Kind::Union)
@@ -520,7 +534,7 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
         let words = d.words(id);
         let mut inside = true;
         for member in words.chunks_exact(3) {
-            if let Err(unsettled) = self.shape(member[1], 1)? {
+            if let Err(unsettled) = self.known_shape(member[1], 1)? {
                 return Ok(Err(unsettled));
             }
             inside &= member[1]
