@@ -16,10 +16,12 @@
 //! gimli's attribute parser, called for each of a kernel's 26 million values, dispatching
 //! on the form each time, was a third of the walk.
 
+use crate::btf::dedup_table::{combine, spread};
 use crate::error::Result;
 use crate::fallible;
 use alloc::vec::Vec;
 use gimli::{AttributeValue, DwAt, Endianity, Reader, constants as dw};
+use hashbrown::HashTable;
 
 /// The attributes the records read, in the order the walk's `Attrs` keeps their values.
 #[derive(Debug, Clone, Copy)]
@@ -147,11 +149,20 @@ pub(super) struct Plan {
 }
 
 /// The plans of one unit's abbreviations, by code; emptied for each unit (its memory kept).
+/// A plan depends only on its abbreviation's attribute specifications and its unit's
+/// encoding, which a kernel's units repeat (2,172 units, 315 thousand abbreviations, a few
+/// thousand distinct): each is made once and found again for the units after.
 #[derive(Debug, Default)]
 pub(super) struct Plans {
     /// By code: its plan, if planned yet.
     by_code: Vec<Option<Plan>>,
+    /// The steps of every plan made so far.
     steps: Vec<Step>,
+    /// The plans made so far: (hash of their specifications and encoding, index in `made`).
+    known: HashTable<(u64, u32)>,
+    /// Per plan made: its unit's encoding, where its specifications are in `specs`, and it.
+    made: Vec<(gimli::Encoding, u32, u32, Plan)>,
+    specs: Vec<gimli::AttributeSpecification>,
     /// The steps of the last plan of a code past [`MAX_PLANNED_CODE`].
     scratch: Vec<Step>,
     /// That plan.
@@ -159,10 +170,51 @@ pub(super) struct Plans {
 }
 
 impl Plans {
-    /// Forget the plans (of the unit before).
+    /// Forget which plan each code has (in the unit before).
     pub(super) fn clear(&mut self) {
         self.by_code.clear();
-        self.steps.clear();
+    }
+
+    /// The plan made for `specs` in a unit of `encoding`, if one was.
+    fn known(
+        &self,
+        h: u64,
+        specs: &[gimli::AttributeSpecification],
+        encoding: gimli::Encoding,
+    ) -> Option<Plan> {
+        let same = |&(hash, at): &(u64, u32)| {
+            hash == h
+                && self
+                    .made
+                    .get(at as usize)
+                    .is_some_and(|&(e, start, len, _)| {
+                        e == encoding
+                            && self.specs.get(start as usize..(start + len) as usize) == Some(specs)
+                    })
+        };
+        let &(_, at) = self.known.find(h, same)?;
+        self.made.get(at as usize).map(|&(_, _, _, plan)| plan)
+    }
+
+    /// Keep `plan`, made for `specs` in a unit of `encoding` (hashed `h`), to be found again.
+    fn remember(
+        &mut self,
+        h: u64,
+        specs: &[gimli::AttributeSpecification],
+        encoding: gimli::Encoding,
+        plan: Plan,
+    ) -> Result<()> {
+        let too_many = |_| crate::error::Error::OutOfMemory;
+        let (at, start, len) = (
+            u32::try_from(self.made.len()).map_err(too_many)?,
+            u32::try_from(self.specs.len()).map_err(too_many)?,
+            u32::try_from(specs.len()).map_err(too_many)?,
+        );
+        fallible::extend(&mut self.specs, specs)?;
+        fallible::push(&mut self.made, (encoding, start, len, plan))?;
+        self.known.try_reserve(1, |&(hash, _)| hash)?;
+        self.known.insert_unique(h, (h, at), |&(hash, _)| hash);
+        Ok(())
     }
 
     /// The plan of `abbrev`, made now if it is the first DIE of its code. Either way it is
@@ -204,21 +256,27 @@ impl Plans {
     ) -> Result<()> {
         let code = abbrev.code();
         let specs = abbrev.attributes();
-        // A DIE cut short (no reader at its attributes) is read by the general plan, which
-        // says so.
-        let raw = raw().ok();
         let encoding = header.encoding();
-        let size = attributes_size(specs, header);
-        let plan = if code >= MAX_PLANNED_CODE {
-            self.scratch.clear();
-            make_plan(specs, raw.as_ref(), size, encoding, &mut self.scratch, true)?
-        } else {
-            make_plan(specs, raw.as_ref(), size, encoding, &mut self.steps, false)?
+        // A DIE cut short (no reader at its attributes) is read by the general plan, which
+        // says so (and reads any DIE of the same specifications as well, in any unit).
+        let make = |steps: &mut Vec<Step>, scratch: bool| {
+            let size = attributes_size(specs, header);
+            make_plan(specs, raw().ok().as_ref(), size, encoding, steps, scratch)
         };
         if code >= MAX_PLANNED_CODE {
-            self.scratch_plan = plan;
+            self.scratch.clear();
+            self.scratch_plan = make(&mut self.scratch, true)?;
             return Ok(());
         }
+        let h = specs_hash(specs, encoding);
+        let plan = match self.known(h, specs, encoding) {
+            Some(plan) => plan,
+            None => {
+                let plan = make(&mut self.steps, false)?;
+                self.remember(h, specs, encoding, plan)?;
+                plan
+            }
+        };
         let code = code as usize;
         if code >= self.by_code.len() {
             self.by_code.try_reserve(code + 1 - self.by_code.len())?;
@@ -308,6 +366,25 @@ impl Plans {
         }
         Ok(plan.present)
     }
+}
+
+/// The hash of attribute specifications `specs` in a unit of `encoding` ([`Plans::known`]).
+fn specs_hash(specs: &[gimli::AttributeSpecification], encoding: gimli::Encoding) -> u64 {
+    let start = combine(
+        combine(
+            u64::from(encoding.version),
+            u32::from(encoding.address_size),
+        ),
+        encoding.format as u32,
+    );
+    spread(specs.iter().fold(start, |h, spec| {
+        let constant = spec.implicit_const_value().unwrap_or(0) as u64;
+        let h = combine(
+            combine(h, u32::from(spec.name().0)),
+            u32::from(spec.form().0),
+        );
+        combine(combine(h, constant as u32), (constant >> 32) as u32)
+    }))
 }
 
 /// The plan of an abbreviation with attribute specifications `specs`, whose first DIE is at
