@@ -567,10 +567,11 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
             )))
     }
 
-    /// Take in the shapes of the half after this one: each interned here (its references
-    /// as this half knows them), what was learned of it joined to this half's, its records'
-    /// shapes renumbered.
-    fn join(&mut self, later: Shapes<'_, '_, '_>) -> Result<()> {
+    /// Take in the shapes of the part after this one: each interned here (its references
+    /// as this part knows them), what was learned of it joined to this part's. Returns each
+    /// of its shapes' number here, by which its records' shapes are renumbered as
+    /// [`Dedup::settle`] reads them.
+    fn join(&mut self, later: Shapes<'_, '_, '_>) -> Result<Vec<u32>> {
         let mut renumbered: Vec<u32> = Vec::new();
         renumbered.try_reserve_exact(later.interner.len())?;
         let mut content = Vec::new();
@@ -608,13 +609,11 @@ impl<'d, 't, 'o> Shapes<'d, 't, 'o> {
                 mine.ambiguous = true;
             }
         }
-        for shape in later.of.iter_mut() {
-            *shape = renumber(*shape);
-        }
         self.named_twins.try_reserve(later.named_twins.len())?;
         self.named_twins
             .extend(later.named_twins.iter().map(|&shape| renumber(shape)));
-        fallible::extend(&mut self.dirty, &later.dirty)
+        fallible::extend(&mut self.dirty, &later.dirty)?;
+        Ok(renumbered)
     }
 
     /// A struct and a union of one name: which one a forward declaration resolves to is the
@@ -817,18 +816,27 @@ impl Dedup<'_> {
             }
         }
         let _ = bounds.push(unit_count);
-        let Some((shapes, reaching)) = self.shapes_of_parts(&mut of, &bounds, threads)? else {
+        let Some((shapes, reaching, renumbering)) =
+            self.shapes_of_parts(&mut of, &bounds, threads)?
+        else {
             return Ok(None);
         };
         let Shapes { info, dirty, .. } = shapes;
         let (mut walked, mut structs, mut fwds) = (Vec::new(), Vec::new(), Vec::new());
         for unit in 0..unit_count {
+            // The part's shapes renumbered as the joined shapes number them.
+            let part = bounds[1..].partition_point(|&end| end <= unit);
+            let renumbered = part.checked_sub(1).and_then(|later| renumbering.get(later));
             let units = &self.types.units;
             for id in units[unit]..units[unit + 1] {
                 let kind = self.kind(id);
-                // No full copy, or reaching an ambiguous name (`shapes_of_halves` unmarks those).
+                let shape = &mut of[id as usize];
+                if let Some(renumbered) = renumbered {
+                    *shape = renumbered.get(*shape as usize).copied().unwrap_or(UNSET);
+                }
+                // No full copy, or reaching an ambiguous name (`shapes_of_parts` unmarks those).
                 if let Some(info) = info
-                    .get(of[id as usize] as usize)
+                    .get(*shape as usize)
                     .filter(|info| info.first_full != UNSET)
                 {
                     self.settle_record(id, kind, info.first_full, dirty[unit], &mut walked)?;
@@ -891,14 +899,15 @@ impl Dedup<'_> {
 
     /// The shapes of every unit's records into `of`, the units of each part (from each of
     /// `bounds` to the next) made apart (on two threads if `threads`) and joined in order;
-    /// what reaches an ambiguous name unmarked as the first of its shape; and per shape
-    /// whether it does. `None`: the shapes settle nothing here.
+    /// what reaches an ambiguous name unmarked as the first of its shape; per shape whether
+    /// it does; and per part after the first, its shapes' numbers in the joined shapes (its
+    /// records' shapes in `of` are its own). `None`: the shapes settle nothing here.
     fn shapes_of_parts<'s>(
         &'s self,
         of: &'s mut [u32],
         bounds: &[usize],
         threads: bool,
-    ) -> Result<Option<(Shapes<'s, 's, 's>, Vec<bool>)>> {
+    ) -> Result<Option<(Shapes<'s, 's, 's>, Vec<bool>, Renumbering)>> {
         let units = &self.types.units;
         let mut parts: heapless::Vec<(Shapes<'s, 's, 's>, usize, usize), PARTS> =
             heapless::Vec::new();
@@ -924,8 +933,12 @@ impl Dedup<'_> {
         let Some(mut first) = parts.next() else {
             return Ok(None);
         };
+        let mut renumbering = Renumbering::new();
         for later in parts {
-            first.join(later)?;
+            let renumbered = first.join(later)?;
+            if renumbering.push(renumbered).is_err() {
+                return Ok(None);
+            }
         }
         first.mark_struct_union_twins();
         let reaching = first.reaching_ambiguous()?;
@@ -944,9 +957,12 @@ impl Dedup<'_> {
                 info.first_full = UNSET;
             }
         }
-        Ok(Some((first, reaching)))
+        Ok(Some((first, reaching, renumbering)))
     }
 }
+
+/// Per part after the first, its shapes' numbers in the joined shapes ([`Shapes::join`]).
+type Renumbering = heapless::Vec<Vec<u32>, PARTS>;
 
 impl Dedup<'_> {
     /// The reference phase's work for the reference types (modifiers, typedefs, pointers,
