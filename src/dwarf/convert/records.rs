@@ -138,8 +138,11 @@ impl<'a> Input<'a> {
     }
 
     /// `DECL_TAG`s for the `btf_decl_tag` annotations among `die`'s children, on `target`
-    /// with component index `component` (-1: the type or function itself).
+    /// with component index `component` (-1: the type or function itself). Inline: a unit
+    /// without annotations (gcc's) has none to look for, and a kernel's members, types and
+    /// parameters ask 7 million times.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn decl_tags(
         &self,
         out: &mut Output<'a, '_>,
@@ -153,6 +156,22 @@ impl<'a> Input<'a> {
         if !nodes.has_annotations() {
             return Ok(());
         }
+        self.annotated_decl_tags(out, unit, nodes, node, target, component, at)
+    }
+
+    /// [`Input::decl_tags`] in a unit with annotations.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn annotated_decl_tags(
+        &self,
+        out: &mut Output<'a, '_>,
+        unit: usize,
+        nodes: &Nodes<'a>,
+        node: usize,
+        target: u32,
+        component: i32,
+        at: At,
+    ) -> Result<()> {
         for (_, child) in children(nodes, node) {
             if child.tag != DW_TAG_LLVM_ANNOTATION
                 || self.string_of(&out.current, unit, child.attrs.get(A::Name), at)?
