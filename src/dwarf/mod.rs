@@ -393,6 +393,14 @@ impl Types {
         record.words(&self.words)
     }
 
+    /// Whether record `id` is of a kind libbpf's reference phase deduplicates.
+    fn is_reference(&self, id: u32) -> bool {
+        self.records
+            .get(id as usize)
+            .and_then(|r| r.kind)
+            .is_some_and(crate::btf::dedup_table::is_reference_kind)
+    }
+
     /// Record `id`'s `index`th type id, in the order libbpf's reference phase makes them
     /// canonical ([`type_ids`]'s: a prototype's return type, then its parameters' types; an
     /// array's element type, then its index type).

@@ -45,14 +45,17 @@ pub fn dedup(types: &mut Types, writer: &mut BtfWriter, threads: bool) -> Result
             None
         }
     };
-    match &shaped {
-        Some(shaped) => d.resolve_fwds_by_shapes(shaped)?,
-        None => d.resolve_fwds()?,
-    }
-    // With the shapes, only the units' types they leave, then the extra records.
+    // With the shapes, the reference phase does only the units' types they leave, then the
+    // extra records.
     let (listed, from) = match shaped {
-        Some(shaped) => (d.premap_references(shaped, threads)?, d.first_extra()),
-        None => (Vec::new(), 1),
+        Some(shaped) => {
+            d.resolve_fwds_by_shapes(&shaped)?;
+            (d.premap_references(shaped, threads)?, d.first_extra())
+        }
+        None => {
+            d.resolve_fwds()?;
+            (Vec::new(), 1)
+        }
     };
     for id in listed.into_iter().chain(from..n as u32) {
         d.ref_type(id, 0)?;

@@ -839,7 +839,21 @@ impl Dedup<'_> {
                     .get(*shape as usize)
                     .filter(|info| info.first_full != UNSET)
                 {
-                    self.settle_record(id, kind, info.first_full, dirty[unit], &mut walked)?;
+                    match kind {
+                        Some(Kind::Struct | Kind::Union) if dirty[unit] => {
+                            fallible::push(&mut walked, (id, info.first_full))?;
+                        }
+                        Some(Kind::Struct | Kind::Union) => {
+                            self.tables.map[id as usize] = info.first_full;
+                        }
+                        // A canonical forward declaration (the prim phase's first of its
+                        // name): the one definition of its name, as a walk or the forward
+                        // declarations' phase would resolve it.
+                        Some(Kind::Fwd) if self.tables.map[id as usize] == id => {
+                            self.tables.map[id as usize] = info.first_full;
+                        }
+                        _ => {}
+                    }
                 }
                 // Left to the struct phase: a canonical struct, or one to walk.
                 let mapped_away = crate::btf::dedup_table::is_mapped(&self.tables.map, id)
@@ -866,35 +880,6 @@ impl Dedup<'_> {
                 fwds,
             },
         }))
-    }
-
-    /// Map record `id` of `kind`, of a shape whose first full record is `first_full`, as
-    /// the shapes settle it ([`Dedup::settle`]): a struct of a unit that is not clean
-    /// (`dirty`) left to the walks, into `walked`.
-    fn settle_record(
-        &mut self,
-        id: u32,
-        kind: Option<Kind>,
-        first_full: u32,
-        dirty: bool,
-        walked: &mut Vec<(u32, u32)>,
-    ) -> Result<()> {
-        match kind {
-            Some(Kind::Struct | Kind::Union) if dirty => {
-                fallible::push(walked, (id, first_full))?;
-            }
-            Some(Kind::Struct | Kind::Union) => {
-                self.tables.map[id as usize] = first_full;
-            }
-            // A canonical forward declaration (the prim phase's first of its name):
-            // the one definition of its name, as a walk or the forward declarations'
-            // phase would resolve it.
-            Some(Kind::Fwd) if self.tables.map[id as usize] == id => {
-                self.tables.map[id as usize] = first_full;
-            }
-            _ => {}
-        }
-        Ok(())
     }
 
     /// The shapes of every unit's records into `of`, the units of each part (from each of
@@ -1082,13 +1067,8 @@ impl ReferencePart<'_> {
     /// The shape of `id` if it is a reference type of a settled shape (`settled`, by the
     /// records' shapes `of`).
     fn settled_reference(types: &Types, of: &[u32], settled: &[bool], id: u32) -> Option<u32> {
-        let reference = types
-            .records
-            .get(id as usize)
-            .and_then(|r| r.kind)
-            .is_some_and(crate::btf::dedup_table::is_reference_kind);
         let shape = *of.get(id as usize)?;
-        (reference && settled.get(shape as usize) == Some(&true)).then_some(shape)
+        (types.is_reference(id) && settled.get(shape as usize) == Some(&true)).then_some(shape)
     }
 
     /// The part's reference types of settled shapes: the first of each shape in the
@@ -1160,12 +1140,7 @@ impl ReferencePart<'_> {
                 return Ok(false);
             };
             let (word, bit) = (at as usize / 64, 1u64 << (at % 64));
-            let reference = types
-                .records
-                .get(id as usize)
-                .and_then(|r| r.kind)
-                .is_some_and(crate::btf::dedup_table::is_reference_kind);
-            if visited[word] & bit != 0 || !reference {
+            if visited[word] & bit != 0 || !types.is_reference(id) {
                 return Ok(false);
             }
             visited[word] |= bit;
