@@ -66,15 +66,19 @@ pub struct ConvertOptions<'p> {
     /// Whether functions are converted too ([`crate::dwarf::Options::functions`]): for the
     /// whole BTF (`encode`), not for relocating, which reads types only.
     pub functions: bool,
+    /// Whether the converted records are freed on a thread the conversion does not wait for
+    /// ([`crate::dwarf::Options::free_in_background`]): a command's, not the C library's.
+    pub free_in_background: bool,
 }
 
 impl Default for ConvertOptions<'_> {
-    /// Nothing told; two threads; functions converted.
+    /// Nothing told; two threads; functions converted; the records freed before it returns.
     fn default() -> Self {
         ConvertOptions {
             progress: &|_| {},
             threads: true,
             functions: true,
+            free_in_background: false,
         }
     }
 }
@@ -99,6 +103,7 @@ pub fn convert(
         threads: how.threads,
         progress: how.progress,
         functions: how.functions,
+        free_in_background: how.free_in_background,
         ..crate::dwarf::Options::default()
     };
     let btf = crate::dwarf::to_btf_with(data, sup.as_deref(), &options)?;

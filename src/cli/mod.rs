@@ -184,6 +184,8 @@ impl ConvertFor {
     fn options(self) -> btfgen::dwarf_input::ConvertOptions<'static> {
         btfgen::dwarf_input::ConvertOptions {
             functions: self == ConvertFor::WholeBtf,
+            // The command goes on to relocate or write meanwhile, and exits soon after.
+            free_in_background: true,
             ..Default::default()
         }
     }

@@ -116,11 +116,18 @@ pub struct Options<'r> {
     /// conversion for relocating leaves them out (a kernel's: 17% less time, half the BTF's
     /// bytes); every type is converted either way.
     pub functions: bool,
+    /// Whether the records, once deduplicated into the output, are freed on a thread of
+    /// their own (with `std`) that the call does not wait for: a kernel's are most of the
+    /// peak (a hundred megabytes, ~10 ms of the kernel taking its pages back), which a
+    /// caller going on to other work (a command relocating against the output) need not
+    /// wait for. Not where allocations must be freed on the caller's threads (allocator
+    /// hooks), nor where the memory held when the call returns is measured.
+    pub free_in_background: bool,
 }
 
 impl Default for Options<'_> {
     /// Nothing released, no progress told; two threads, one pass where the input allows,
-    /// functions converted.
+    /// functions converted, the records freed before the call returns.
     fn default() -> Self {
         Options {
             release: &|_| {},
@@ -128,6 +135,7 @@ impl Default for Options<'_> {
             progress: &|_| {},
             one_pass: true,
             functions: true,
+            free_in_background: false,
         }
     }
 }
@@ -180,11 +188,30 @@ pub fn to_btf_with(data: &[u8], sup: Option<&[u8]>, options: &Options<'_>) -> Re
         convert::Converter::new(&sections, sup.as_ref(), &mut writer, options)?.convert()?;
     (options.progress)(Progress::Deduplicating);
     dedup::dedup(&mut types, &mut writer, options.threads)?;
-    // Every unit's records, most of the peak: gone before the output is laid out and checked.
-    drop(types);
+    // Every unit's records, most of the peak: gone before the output is laid out and checked,
+    // or going meanwhile.
+    free(types, options.free_in_background);
     let btf = writer.finish()?;
     crate::btf::Btf::parse(&btf)?;
     Ok(btf)
+}
+
+/// Drop `value`, on a thread of its own that nothing waits for if `background` (with `std`;
+/// on this one if the thread cannot be started).
+fn free<T: Send + 'static>(value: T, background: bool) {
+    #[cfg(feature = "std")]
+    if background {
+        // std's thread, allocated as it cannot fail: outside any budget (as the walks' helper
+        // is). One that cannot be started drops its closure, and `value` with it, here.
+        let _ = crate::budget::uncharged(|| {
+            std::thread::Builder::new()
+                .name("btfgen-free".into())
+                .spawn(move || drop(value))
+        });
+        return;
+    }
+    let _ = background;
+    drop(value);
 }
 
 /// The largest id a record may have before deduplication. Those ids number every type DIE
