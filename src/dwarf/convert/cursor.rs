@@ -93,6 +93,13 @@ impl<'a> Cursor<'a> {
         Some(Reader::new(bytes, self.endian))
     }
 
+    /// How many bytes the inline string `at` bytes into the current DIE's attributes has
+    /// before its NUL (`None`: no NUL before the unit's end).
+    #[inline]
+    pub(super) fn string_length(&self, at: u32) -> Option<u32> {
+        super::plan::string_length(self.entries.get(self.pos..)?, at)
+    }
+
     /// gimli's raw reader at the current DIE's attributes (the cursor left where it is).
     pub(super) fn raw<'u>(
         &self,
@@ -133,8 +140,9 @@ mod tests {
 
     /// On the DWARF gcc and clang write (versions 4 and 5, type units, `dwz`, link-time
     /// optimization, relocatable modules), the cursor finds every DIE at the depth, offset
-    /// and abbreviation gimli's raw entries do, and a DIE's attributes taken at once end
-    /// where gimli's reader, skipping them one by one, ends.
+    /// and abbreviation gimli's raw entries do, and a DIE's attributes taken at once (of a
+    /// fixed size, or with one inline string) end where gimli's reader, skipping them one by
+    /// one, ends.
     #[test]
     fn cursor_walks_as_gimli_raw_entries() {
         let mut taken = 0;
@@ -160,7 +168,14 @@ mod tests {
                 );
                 let specs: &[AttributeSpecification] = abbrev.attributes();
                 raw.skip_attributes(specs).unwrap();
-                match super::super::plan::attributes_size(specs, &unit.header) {
+                let header = &unit.header;
+                let layout = match super::super::plan::attributes_size(specs, header) {
+                    Some(size) => Some(size),
+                    // An inline string's layout: its size with the string as long as it is.
+                    None => super::super::plan::string_layout(specs, header)
+                        .map(|(size, at)| size + cursor.string_length(at).unwrap()),
+                };
+                match layout {
                     Some(size) => {
                         assert!(cursor.take(size).is_some(), "{name}");
                         taken += 1;

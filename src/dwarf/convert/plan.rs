@@ -80,8 +80,17 @@ enum Step {
     /// attributes in that order, and each value goes after the others).
     Read { spec: u32, at: u8 },
     /// A fixed layout's step (all of them, in [`A`]'s order): read specification `spec`, of
-    /// `form`, `offset` bytes into the DIE's attributes.
-    Fixed { spec: u32, offset: u32, form: Fixed },
+    /// `form`, `offset` bytes into the DIE's attributes, and as many more as its inline
+    /// string has bytes if it comes `after` that string ([`Plan::string_at`]).
+    Fixed {
+        spec: u32,
+        offset: u32,
+        form: Fixed,
+        after: bool,
+    },
+    /// A fixed layout's inline string ([`Plan::string_at`]), `offset` bytes into the DIE's
+    /// attributes: its bytes up to the NUL.
+    String { offset: u32 },
 }
 
 /// The forms a fixed layout reads, as gimli's parser reads them (its `raw_value`).
@@ -130,6 +139,28 @@ pub(super) fn attributes_size(
     })
 }
 
+/// How many bytes the attributes `specs` take in every DIE of a unit with `header` with its
+/// inline string empty, and where that string starts, if they have one string
+/// (`DW_FORM_string`, as gcc writes a member's name of up to 3 bytes) and every other form
+/// has a size: the layout of a third of a kernel's DIEs that are not all of fixed size,
+/// which gimli's reader read one attribute at a time.
+pub(super) fn string_layout(
+    specs: &[gimli::AttributeSpecification],
+    header: &gimli::UnitHeader<super::Reader<'_>>,
+) -> Option<(u32, u32)> {
+    let (mut size, mut at) = (0u32, None);
+    for spec in specs {
+        let bytes = if spec.form() == dw::DW_FORM_string && at.is_none() {
+            at = Some(size);
+            1
+        } else {
+            u32::try_from(spec.size(header)?).ok()?
+        };
+        size = size.checked_add(bytes)?;
+    }
+    Some((size, at?))
+}
+
 /// The plan of one abbreviation: its steps in [`Plans`], which attributes its DIEs have, and
 /// whether they stand for a type unit's type (`DW_AT_signature`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -144,8 +175,12 @@ pub(super) struct Plan {
     /// Its DIEs have a `DW_AT_signature`.
     pub(super) signed: bool,
     /// How many bytes its attributes take, if as many in every DIE (all of them of forms of
-    /// a fixed size; always so for a fixed layout).
+    /// a fixed size; always so for a fixed layout), or (with [`Plan::string_at`]) as many
+    /// with its inline string empty.
     pub(super) size: Option<u32>,
+    /// Where its DIEs' one inline string starts among their attributes ([`string_layout`]),
+    /// if they have one and every other attribute has a fixed size.
+    pub(super) string_at: Option<u32>,
 }
 
 /// The plans of one unit's abbreviations, by code; emptied for each unit (its memory kept).
@@ -260,8 +295,22 @@ impl Plans {
         // A DIE cut short (no reader at its attributes) is read by the general plan, which
         // says so (and reads any DIE of the same specifications as well, in any unit).
         let make = |steps: &mut Vec<Step>, scratch: bool| {
-            let size = attributes_size(specs, header);
-            make_plan(specs, raw().ok().as_ref(), size, encoding, steps, scratch)
+            let (size, string_at) = match attributes_size(specs, header) {
+                Some(size) => (Some(size), None),
+                None => match string_layout(specs, header) {
+                    Some((size, at)) => (Some(size), Some(at)),
+                    None => (None, None),
+                },
+            };
+            make_plan(
+                specs,
+                raw().ok().as_ref(),
+                size,
+                string_at,
+                encoding,
+                steps,
+                scratch,
+            )
         };
         if code >= MAX_PLANNED_CODE {
             self.scratch.clear();
@@ -302,12 +351,59 @@ impl Plans {
             .get(plan.first as usize..(plan.first + plan.len) as usize)
             .unwrap_or(&[]);
         for &step in steps {
-            if let Step::Fixed { spec, offset, form } = step {
+            if let Step::Fixed {
+                spec, offset, form, ..
+            } = step
+            {
                 let value = read_fixed(attributes, offset, form, specs.get(spec as usize))?;
                 // Always true with the room reserved: a value is never allocated for here.
                 if values.len() < values.capacity() {
                     values.push(value);
                 }
+            }
+        }
+        Ok(plan.present)
+    }
+
+    /// [`Plans::read_fixed`] of a layout with an inline string ([`Plan::string_at`]) of
+    /// `stretch` bytes before its NUL: the attributes after it that many bytes further.
+    #[inline(never)]
+    pub(super) fn read_with_string<'a>(
+        &self,
+        plan: Plan,
+        attributes: super::Reader<'a>,
+        stretch: u32,
+        specs: &[gimli::AttributeSpecification],
+        values: &mut Vec<super::Value<'a>>,
+    ) -> gimli::Result<u16> {
+        let steps = self
+            .steps_of(plan)
+            .get(plan.first as usize..(plan.first + plan.len) as usize)
+            .unwrap_or(&[]);
+        for &step in steps {
+            let value = match step {
+                Step::Fixed {
+                    spec,
+                    offset,
+                    form,
+                    after,
+                } => {
+                    let offset = if after { offset + stretch } else { offset };
+                    read_fixed(attributes, offset, form, specs.get(spec as usize))?
+                }
+                Step::String { offset, .. } => {
+                    let string = attributes
+                        .slice()
+                        .get(offset as usize..)
+                        .and_then(|at| at.get(..stretch as usize))
+                        .ok_or(gimli::Error::UnexpectedEof(attributes.offset_id()))?;
+                    AttributeValue::String(gimli::EndianSlice::new(string, attributes.endian()))
+                }
+                Step::Skip { .. } | Step::Read { .. } => continue,
+            };
+            // Always true with the room reserved: a value is never allocated for here.
+            if values.len() < values.capacity() {
+                values.push(value);
             }
         }
         Ok(plan.present)
@@ -335,7 +431,16 @@ impl Plans {
     ) -> gimli::Result<u16> {
         if plan.fixed {
             let attributes = header.range_from(raw.next_offset()..)?;
-            let present = self.read_fixed(plan, attributes, specs, values)?;
+            let stretch = match plan.string_at {
+                Some(at) => string_length(attributes.slice(), at)
+                    .ok_or(gimli::Error::UnexpectedEof(attributes.offset_id()))?,
+                None => 0,
+            };
+            let present = if plan.string_at.is_some() {
+                self.read_with_string(plan, attributes, stretch, specs, values)?
+            } else {
+                self.read_fixed(plan, attributes, specs, values)?
+            };
             raw.skip_attributes(specs)?;
             return Ok(present);
         }
@@ -361,7 +466,7 @@ impl Plans {
                     }
                 }
                 // Only in a fixed layout's plan.
-                Step::Fixed { .. } => {}
+                Step::Fixed { .. } | Step::String { .. } => {}
             }
         }
         Ok(plan.present)
@@ -395,6 +500,7 @@ fn make_plan(
     specs: &[gimli::AttributeSpecification],
     raw: Option<&gimli::EntriesRaw<'_, '_, super::Reader<'_>>>,
     size: Option<u32>,
+    string_at: Option<u32>,
     encoding: gimli::Encoding,
     steps: &mut Vec<Step>,
     scratch: bool,
@@ -408,7 +514,16 @@ fn make_plan(
         None => make(specs, steps, scratch)?,
     };
     plan.size = size;
+    plan.string_at = string_at;
     Ok(plan)
+}
+
+/// How many bytes the inline string at `at` among a DIE's `attributes` has before its NUL
+/// (`None`: no NUL there).
+#[inline]
+pub(super) fn string_length(attributes: &[u8], at: u32) -> Option<u32> {
+    let bytes = attributes.get(at as usize..)?;
+    u32::try_from(bytes.iter().position(|&b| b == 0)?).ok()
 }
 
 /// The value of a fixed layout's attribute of `spec`, of `form`, `offset` bytes into
@@ -461,25 +576,42 @@ fn make_fixed(
     let mut present = 0u16;
     let mut probe = raw.clone();
     let start = probe.next_offset().0;
+    // This DIE's inline string's length, once past it: the offsets after it are measured
+    // as if it were empty (the layout's, [`string_layout`]).
+    let mut stretch = None;
     for (i, spec) in specs.iter().enumerate() {
-        let offset = probe.next_offset().0 - start;
+        let offset = probe.next_offset().0 - start - stretch.unwrap_or(0usize);
         if probe.skip_attributes(core::slice::from_ref(spec)).is_err() {
             // A DIE cut short: the general plan reads it (and says so).
             return Ok(None);
         }
+        let after = stretch.is_some();
+        if spec.form() == dw::DW_FORM_string && !after {
+            // The string and its NUL, of which the layout counts the NUL.
+            stretch = Some((probe.next_offset().0 - start - offset).saturating_sub(1));
+        }
         let Some(slot) = wanted(spec.name()).filter(|&slot| present & (1 << slot) == 0) else {
             continue;
         };
-        let (Some(form), Ok(spec), Ok(offset)) = (
-            Fixed::of(spec, encoding),
-            u32::try_from(i),
-            u32::try_from(offset),
-        ) else {
+        let (Ok(index), Ok(offset)) = (u32::try_from(i), u32::try_from(offset)) else {
             return Ok(None);
+        };
+        let step = if spec.form() == dw::DW_FORM_string && !after {
+            Step::String { offset }
+        } else {
+            let Some(form) = Fixed::of(spec, encoding) else {
+                return Ok(None);
+            };
+            Step::Fixed {
+                spec: index,
+                offset,
+                form,
+                after,
+            }
         };
         present |= 1 << slot;
         // At most one per wanted name: there is room.
-        let _ = reads.push((slot, Step::Fixed { spec, offset, form }));
+        let _ = reads.push((slot, step));
     }
     reads.sort_unstable_by_key(|&(slot, _)| slot);
     let first = u32::try_from(steps.len()).map_err(|_| crate::error::Error::OutOfMemory)?;
@@ -582,7 +714,7 @@ mod tests {
             .map(|s| match *s {
                 Step::Skip { from, to } => ('s', from, to),
                 Step::Read { spec, at } => ('r', spec, u32::from(at)),
-                Step::Fixed { .. } => ('f', 0, 0),
+                Step::Fixed { .. } | Step::String { .. } => ('f', 0, 0),
             })
             .collect();
         // Type read first (at 0), the decl pair skipped, the name read before it (at 0), the
@@ -601,11 +733,12 @@ mod tests {
     }
 
     /// On the DWARF gcc and clang write (versions 4 and 5, type units, `dwz`, link-time
-    /// optimization, relocatable modules), a fixed layout reads every DIE's wanted values as
-    /// the general plan (gimli's parser) reads them, and leaves the reader where it does.
+    /// optimization, relocatable modules), a fixed layout (with an inline string or without)
+    /// reads every DIE's wanted values as the general plan (gimli's parser) reads them, and
+    /// leaves the reader where it does.
     #[test]
     fn fixed_layouts_read_as_gimli_parses() {
-        let mut fixed_dies = 0;
+        let (mut fixed_dies, mut string_dies) = (0, 0);
         super::super::for_each_fixture_unit(|name, unit| {
             let mut raw = unit.entries_raw(None).unwrap();
             while !raw.is_empty() {
@@ -626,13 +759,19 @@ mod tests {
                     (present, values)
                 };
                 let sized = attributes_size(specs, &unit.header).is_some();
-                if let Some(fixed) = sized
+                let string_at = match sized {
+                    true => None,
+                    false => string_layout(specs, &unit.header).map(|(_, at)| at),
+                };
+                if let Some(mut fixed) = (sized || string_at.is_some())
                     .then(|| make_fixed(specs, &raw, unit.encoding(), &mut steps, false))
                     .transpose()
                     .unwrap()
                     .flatten()
                 {
+                    fixed.string_at = string_at;
                     fixed_dies += 1;
+                    string_dies += usize::from(string_at.is_some());
                     let mut general_steps = Vec::new();
                     let general = make(specs, &mut general_steps, false).unwrap();
                     let mut by_parser = raw.clone();
@@ -649,8 +788,8 @@ mod tests {
             }
         });
         assert!(
-            fixed_dies > 1000,
-            "{fixed_dies} DIEs read by a fixed layout"
+            fixed_dies > 1000 && string_dies > 100,
+            "{fixed_dies} DIEs read by a fixed layout, {string_dies} with an inline string"
         );
     }
 }

@@ -382,10 +382,14 @@ fn read_die<'a>(
     specs: &[gimli::AttributeSpecification],
     values: &mut Vec<Value<'a>>,
 ) -> gimli::Result<u16> {
-    if plan.fixed
-        && let Some(attributes) = plan.size.and_then(|size| cursor.take(size))
-    {
-        return plans.read_fixed(plan, attributes, specs, values);
+    if plan.fixed {
+        if plan.string_at.is_none() {
+            if let Some(attributes) = plan.size.and_then(|size| cursor.take(size)) {
+                return plans.read_fixed(plan, attributes, specs, values);
+            }
+        } else if let Some((attributes, stretch)) = take_with_string(plan, cursor) {
+            return plans.read_with_string(plan, attributes, stretch, specs, values);
+        }
     }
     cursor.through_gimli(unit, |raw| {
         plans.read(plan, raw, &unit.header, specs, values)
@@ -401,10 +405,27 @@ fn skip_die<'a>(
     unit: &gimli::Unit<super::Reader<'a>>,
     specs: &[gimli::AttributeSpecification],
 ) -> gimli::Result<()> {
-    if plan.size.and_then(|size| cursor.take(size)).is_some() {
+    let taken = match plan.string_at {
+        None => plan.size.and_then(|size| cursor.take(size)),
+        Some(_) => take_with_string(plan, cursor).map(|(attributes, _)| attributes),
+    };
+    if taken.is_some() {
         return Ok(());
     }
     cursor.through_gimli(unit, |raw| raw.skip_attributes(specs))
+}
+
+/// The attributes of the DIE at `cursor`, of `plan`, a layout with an inline string
+/// ([`super::plan::Plan::string_at`]), taken at once (the cursor then past them), with the
+/// length of that string; `None` (the cursor where it was) if the plan has no such layout or
+/// the bytes end first.
+#[inline(never)]
+fn take_with_string<'a>(
+    plan: super::plan::Plan,
+    cursor: &mut Cursor<'a>,
+) -> Option<(super::Reader<'a>, u32)> {
+    let stretch = cursor.string_length(plan.string_at?)?;
+    Some((cursor.take(plan.size?.checked_add(stretch)?)?, stretch))
 }
 
 /// How many DIEs `list` keeps, as [`Node::end`] holds it.
