@@ -355,7 +355,7 @@ impl Plans {
                 spec, offset, form, ..
             } = step
             {
-                let value = read_fixed(attributes, offset, form, specs.get(spec as usize))?;
+                let value = read_fixed(attributes, offset, form, specs, spec)?;
                 // Always true with the room reserved: a value is never allocated for here.
                 if values.len() < values.capacity() {
                     values.push(value);
@@ -389,7 +389,7 @@ impl Plans {
                     after,
                 } => {
                     let offset = if after { offset + stretch } else { offset };
-                    read_fixed(attributes, offset, form, specs.get(spec as usize))?
+                    read_fixed(attributes, offset, form, specs, spec)?
                 }
                 Step::String { offset, .. } => {
                     let string = attributes
@@ -526,16 +526,17 @@ pub(super) fn string_length(attributes: &[u8], at: u32) -> Option<u32> {
     u32::try_from(bytes.iter().position(|&b| b == 0)?).ok()
 }
 
-/// The value of a fixed layout's attribute of `spec`, of `form`, `offset` bytes into
-/// `attributes` (a DIE's), as gimli's parser reads it: the bytes taken by gimli's byte
-/// order, not through its reader, whose checks and results per value were most of a fixed
-/// layout's reading.
+/// The value of a fixed layout's attribute of specification `spec` of `specs`, of `form`,
+/// `offset` bytes into `attributes` (a DIE's), as gimli's parser reads it: the bytes taken
+/// by gimli's byte order, not through its reader, whose checks and results per value were
+/// most of a fixed layout's reading.
 #[inline(always)]
 fn read_fixed<'a>(
     attributes: super::Reader<'a>,
     offset: u32,
     form: Fixed,
-    spec: Option<&gimli::AttributeSpecification>,
+    specs: &[gimli::AttributeSpecification],
+    spec: u32,
 ) -> gimli::Result<super::Value<'a>> {
     let endian = attributes.endian();
     let value = attributes.slice().get(offset as usize..).and_then(|at| {
@@ -545,7 +546,10 @@ fn read_fixed<'a>(
             Fixed::Data4 => AttributeValue::Data4(endian.read_u32(at.get(..4)?)),
             Fixed::Flag => AttributeValue::Flag(*at.first()? != 0),
             Fixed::FlagPresent => AttributeValue::Flag(true),
-            Fixed::ImplicitConst => AttributeValue::Sdata(spec?.implicit_const_value()?),
+            // The specification looked up only here, where it holds the value.
+            Fixed::ImplicitConst => {
+                AttributeValue::Sdata(specs.get(spec as usize)?.implicit_const_value()?)
+            }
             Fixed::Ref4 => {
                 AttributeValue::UnitRef(gimli::UnitOffset(endian.read_u32(at.get(..4)?) as usize))
             }
