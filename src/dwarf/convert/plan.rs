@@ -346,10 +346,7 @@ impl Plans {
         specs: &[gimli::AttributeSpecification],
         values: &mut Vec<super::Value<'a>>,
     ) -> gimli::Result<u16> {
-        let steps = self
-            .steps_of(plan)
-            .get(plan.first as usize..(plan.first + plan.len) as usize)
-            .unwrap_or(&[]);
+        let steps = self.steps_of(plan);
         for &step in steps {
             if let Step::Fixed {
                 spec, offset, form, ..
@@ -376,10 +373,7 @@ impl Plans {
         specs: &[gimli::AttributeSpecification],
         values: &mut Vec<super::Value<'a>>,
     ) -> gimli::Result<u16> {
-        let steps = self
-            .steps_of(plan)
-            .get(plan.first as usize..(plan.first + plan.len) as usize)
-            .unwrap_or(&[]);
+        let steps = self.steps_of(plan);
         for &step in steps {
             let value = match step {
                 Step::Fixed {
@@ -409,12 +403,15 @@ impl Plans {
         Ok(plan.present)
     }
 
+    /// `plan`'s steps.
     fn steps_of(&self, plan: Plan) -> &[Step] {
-        if plan.scratch {
+        let all = if plan.scratch {
             &self.scratch
         } else {
             &self.steps
-        }
+        };
+        all.get(plan.first as usize..(plan.first + plan.len) as usize)
+            .unwrap_or(&[])
     }
 
     /// Read the attributes `specs` of the DIE at `raw` as `plan` says, into `values` (with
@@ -431,24 +428,19 @@ impl Plans {
     ) -> gimli::Result<u16> {
         if plan.fixed {
             let attributes = header.range_from(raw.next_offset()..)?;
-            let stretch = match plan.string_at {
-                Some(at) => string_length(attributes.slice(), at)
-                    .ok_or(gimli::Error::UnexpectedEof(attributes.offset_id()))?,
-                None => 0,
-            };
-            let present = if plan.string_at.is_some() {
-                self.read_with_string(plan, attributes, stretch, specs, values)?
-            } else {
-                self.read_fixed(plan, attributes, specs, values)?
+            let present = match plan.string_at {
+                Some(at) => {
+                    let stretch = string_length(attributes.slice(), at)
+                        .ok_or(gimli::Error::UnexpectedEof(attributes.offset_id()))?;
+                    self.read_with_string(plan, attributes, stretch, specs, values)?
+                }
+                None => self.read_fixed(plan, attributes, specs, values)?,
             };
             raw.skip_attributes(specs)?;
             return Ok(present);
         }
         let first = values.len();
-        let steps = self
-            .steps_of(plan)
-            .get(plan.first as usize..(plan.first + plan.len) as usize)
-            .unwrap_or(&[]);
+        let steps = self.steps_of(plan);
         for &step in steps {
             match step {
                 Step::Skip { from, to } => {
