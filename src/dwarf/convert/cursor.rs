@@ -168,13 +168,9 @@ mod tests {
                 );
                 let specs: &[AttributeSpecification] = abbrev.attributes();
                 raw.skip_attributes(specs).unwrap();
-                let header = &unit.header;
-                let layout = match super::super::plan::attributes_size(specs, header) {
-                    Some(size) => Some(size),
-                    // An inline string's layout: its size with the string as long as it is.
-                    None => super::super::plan::string_layout(specs, header)
-                        .map(|(size, at)| size + cursor.string_length(at).unwrap()),
-                };
+                // A layout's size, with its inline string (if any) as long as it is.
+                let layout = super::super::plan::layout(specs, &unit.header)
+                    .map(|(size, at)| size + at.map_or(0, |at| cursor.string_length(at).unwrap()));
                 match layout {
                     Some(size) => {
                         assert!(cursor.take(size).is_some(), "{name}");

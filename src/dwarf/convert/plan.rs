@@ -128,37 +128,26 @@ impl Fixed {
     }
 }
 
-/// How many bytes the attributes `specs` take in every DIE of a unit with `header`, if the
-/// same in all (gimli's sizes of the forms).
-pub(super) fn attributes_size(
+/// How many bytes the attributes `specs` take in every DIE of a unit with `header` (gimli's
+/// sizes of the forms), and where their inline string starts if they have one: then counted
+/// as empty (`DW_FORM_string`, as gcc writes a member's name of up to 3 bytes: a third of a
+/// kernel's DIEs that are not all of fixed size, which gimli's reader read one attribute at
+/// a time). `None` if any other form has no size, or a second string.
+pub(super) fn layout(
     specs: &[gimli::AttributeSpecification],
     header: &gimli::UnitHeader<super::Reader<'_>>,
-) -> Option<u32> {
-    specs.iter().try_fold(0u32, |sum, spec| {
-        sum.checked_add(u32::try_from(spec.size(header)?).ok()?)
-    })
-}
-
-/// How many bytes the attributes `specs` take in every DIE of a unit with `header` with its
-/// inline string empty, and where that string starts, if they have one string
-/// (`DW_FORM_string`, as gcc writes a member's name of up to 3 bytes) and every other form
-/// has a size: the layout of a third of a kernel's DIEs that are not all of fixed size,
-/// which gimli's reader read one attribute at a time.
-pub(super) fn string_layout(
-    specs: &[gimli::AttributeSpecification],
-    header: &gimli::UnitHeader<super::Reader<'_>>,
-) -> Option<(u32, u32)> {
-    let (mut size, mut at) = (0u32, None);
+) -> Option<(u32, Option<u32>)> {
+    let (mut size, mut string_at) = (0u32, None);
     for spec in specs {
-        let bytes = if spec.form() == dw::DW_FORM_string && at.is_none() {
-            at = Some(size);
+        let bytes = if spec.form() == dw::DW_FORM_string && string_at.is_none() {
+            string_at = Some(size);
             1
         } else {
             u32::try_from(spec.size(header)?).ok()?
         };
         size = size.checked_add(bytes)?;
     }
-    Some((size, at?))
+    Some((size, string_at))
 }
 
 /// The plan of one abbreviation: its steps in [`Plans`], which attributes its DIEs have, and
@@ -178,8 +167,8 @@ pub(super) struct Plan {
     /// a fixed size; always so for a fixed layout), or (with [`Plan::string_at`]) as many
     /// with its inline string empty.
     pub(super) size: Option<u32>,
-    /// Where its DIEs' one inline string starts among their attributes ([`string_layout`]),
-    /// if they have one and every other attribute has a fixed size.
+    /// Where its DIEs' one inline string starts among their attributes ([`layout`]), if they
+    /// have one and every other attribute has a fixed size.
     pub(super) string_at: Option<u32>,
 }
 
@@ -295,22 +284,8 @@ impl Plans {
         // A DIE cut short (no reader at its attributes) is read by the general plan, which
         // says so (and reads any DIE of the same specifications as well, in any unit).
         let make = |steps: &mut Vec<Step>, scratch: bool| {
-            let (size, string_at) = match attributes_size(specs, header) {
-                Some(size) => (Some(size), None),
-                None => match string_layout(specs, header) {
-                    Some((size, at)) => (Some(size), Some(at)),
-                    None => (None, None),
-                },
-            };
-            make_plan(
-                specs,
-                raw().ok().as_ref(),
-                size,
-                string_at,
-                encoding,
-                steps,
-                scratch,
-            )
+            let layout = layout(specs, header);
+            make_plan(specs, raw().ok().as_ref(), layout, encoding, steps, scratch)
         };
         if code >= MAX_PLANNED_CODE {
             self.scratch.clear();
@@ -484,20 +459,19 @@ fn specs_hash(specs: &[gimli::AttributeSpecification], encoding: gimli::Encoding
     }))
 }
 
-/// The plan of an abbreviation with attribute specifications `specs`, whose first DIE is at
-/// `raw`, in a unit of `encoding`: a fixed layout's where it has one ([`make_fixed`]), else
-/// the general one ([`make`]); its steps appended to `steps` (`scratch`: they are
-/// [`Plans::scratch`]).
+/// The plan of an abbreviation with attribute specifications `specs` of `layout` (theirs,
+/// [`layout`]), whose first DIE is at `raw`, in a unit of `encoding`: a fixed layout's where
+/// it has one ([`make_fixed`]), else the general one ([`make`]); its steps appended to
+/// `steps` (`scratch`: they are [`Plans::scratch`]).
 fn make_plan(
     specs: &[gimli::AttributeSpecification],
     raw: Option<&gimli::EntriesRaw<'_, '_, super::Reader<'_>>>,
-    size: Option<u32>,
-    string_at: Option<u32>,
+    layout: Option<(u32, Option<u32>)>,
     encoding: gimli::Encoding,
     steps: &mut Vec<Step>,
     scratch: bool,
 ) -> Result<Plan> {
-    let fixed = match (raw, size) {
+    let fixed = match (raw, layout) {
         (Some(raw), Some(_)) => make_fixed(specs, raw, encoding, steps, scratch)?,
         _ => None,
     };
@@ -505,8 +479,8 @@ fn make_plan(
         Some(plan) => plan,
         None => make(specs, steps, scratch)?,
     };
-    plan.size = size;
-    plan.string_at = string_at;
+    plan.size = layout.map(|(size, _)| size);
+    plan.string_at = layout.and_then(|(_, string_at)| string_at);
     Ok(plan)
 }
 
@@ -556,7 +530,8 @@ fn read_fixed<'a>(
 }
 
 /// The plan of an abbreviation with attribute specifications `specs` whose forms all have a
-/// fixed size in a unit of `encoding` ([`attributes_size`]: the caller's to check), and
+/// fixed size but for one inline string in a unit of `encoding` ([`layout`]: the caller's to
+/// check), and
 /// whose wanted attributes are of forms [`read_fixed`] reads: where each of those is in the
 /// DIE at `raw` (its first), measured by gimli skipping the attributes one by one. Its steps
 /// appended to `steps`; `None` (nothing appended) for any other abbreviation.
@@ -573,7 +548,7 @@ fn make_fixed(
     let mut probe = raw.clone();
     let start = probe.next_offset().0;
     // This DIE's inline string's length, once past it: the offsets after it are measured
-    // as if it were empty (the layout's, [`string_layout`]).
+    // as if it were empty (the layout's, [`layout`]).
     let mut stretch = None;
     for (i, spec) in specs.iter().enumerate() {
         let offset = probe.next_offset().0 - start - stretch.unwrap_or(0usize);
@@ -582,7 +557,8 @@ fn make_fixed(
             return Ok(None);
         }
         let after = stretch.is_some();
-        if spec.form() == dw::DW_FORM_string && !after {
+        let string = spec.form() == dw::DW_FORM_string && !after;
+        if string {
             // The string and its NUL, of which the layout counts the NUL.
             stretch = Some((probe.next_offset().0 - start - offset).saturating_sub(1));
         }
@@ -592,7 +568,7 @@ fn make_fixed(
         let (Ok(index), Ok(offset)) = (u32::try_from(i), u32::try_from(offset)) else {
             return Ok(None);
         };
-        let step = if spec.form() == dw::DW_FORM_string && !after {
+        let step = if string {
             Step::String { offset }
         } else {
             let Some(form) = Fixed::of(spec, encoding) else {
@@ -754,12 +730,10 @@ mod tests {
                         .unwrap();
                     (present, values)
                 };
-                let sized = attributes_size(specs, &unit.header).is_some();
-                let string_at = match sized {
-                    true => None,
-                    false => string_layout(specs, &unit.header).map(|(_, at)| at),
-                };
-                if let Some(mut fixed) = (sized || string_at.is_some())
+                let layout = layout(specs, &unit.header);
+                let string_at = layout.and_then(|(_, string_at)| string_at);
+                if let Some(mut fixed) = layout
+                    .is_some()
                     .then(|| make_fixed(specs, &raw, unit.encoding(), &mut steps, false))
                     .transpose()
                     .unwrap()
