@@ -21,13 +21,14 @@
 //!
 //! This file holds the input (units, references, attributes); `scan` is the first pass,
 //! `walk` the converting pass's walk, `plan` how the walk reads each abbreviation's
-//! attributes (and which attributes the records read), and `records` writes each DIE's
-//! record.
+//! attributes (and which attributes the records read), `values` how their values are kept,
+//! and `records` writes each DIE's record.
 
 mod cursor;
 mod plan;
 mod records;
 mod scan;
+mod values;
 mod walk;
 
 use super::{Record, Types};

@@ -27,17 +27,10 @@ pub(super) struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     /// At the first DIE of `unit`.
     pub(super) fn new(unit: &gimli::Unit<Reader<'a>>) -> gimli::Result<Cursor<'a>> {
-        let base = unit.entries_raw(None)?.next_offset().0;
-        // A unit with no DIEs has no offset to start from (gimli's range says so).
-        let (entries, endian) = if base < unit.header.length_including_self() {
-            let entries = unit.header.range_from(UnitOffset(base)..)?;
-            (entries.slice(), entries.endian())
-        } else {
-            (&[][..], gimli::RunTimeEndian::default())
-        };
+        let (base, entries) = first_die(unit)?;
         Ok(Cursor {
-            entries,
-            endian,
+            entries: entries.slice(),
+            endian: entries.endian(),
             base,
             pos: 0,
             depth: 0,
@@ -100,6 +93,11 @@ impl<'a> Cursor<'a> {
         super::plan::string_length(self.entries.get(self.pos..)?, at)
     }
 
+    /// The unit's bytes from its first DIE on.
+    pub(super) fn entries(&self) -> Reader<'a> {
+        Reader::new(self.entries, self.endian)
+    }
+
     /// gimli's raw reader at the current DIE's attributes (the cursor left where it is).
     pub(super) fn raw<'u>(
         &self,
@@ -131,6 +129,23 @@ impl<'a> Cursor<'a> {
     fn reader(&self) -> Reader<'a> {
         Reader::new(self.entries.get(self.pos..).unwrap_or(&[]), self.endian)
     }
+}
+
+/// The bytes of `unit` from its first DIE on (those of its DIEs and their attributes).
+pub(super) fn entries<'a>(unit: &gimli::Unit<Reader<'a>>) -> gimli::Result<Reader<'a>> {
+    first_die(unit).map(|(_, entries)| entries)
+}
+
+/// The unit offset of the first DIE of `unit`, and its bytes from there.
+fn first_die<'a>(unit: &gimli::Unit<Reader<'a>>) -> gimli::Result<(usize, Reader<'a>)> {
+    let base = unit.entries_raw(None)?.next_offset().0;
+    // A unit with no DIEs has no offset to start from (gimli's range says so).
+    let entries = if base < unit.header.length_including_self() {
+        unit.header.range_from(UnitOffset(base)..)?
+    } else {
+        Reader::new(&[], gimli::RunTimeEndian::default())
+    };
+    Ok((base, entries))
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //! gimli's attribute parser, called for each of a kernel's 26 million values, dispatching
 //! on the form each time, was a third of the walk.
 
+use super::values::{Packed, Values};
 use crate::btf::dedup_table::{combine, spread};
 use crate::error::Result;
 use crate::fallible;
@@ -319,7 +320,7 @@ impl Plans {
         plan: Plan,
         attributes: super::Reader<'a>,
         specs: &[gimli::AttributeSpecification],
-        values: &mut Vec<super::Value<'a>>,
+        values: &mut Values<'a>,
     ) -> gimli::Result<u16> {
         let steps = self.steps_of(plan);
         for &step in steps {
@@ -327,11 +328,7 @@ impl Plans {
                 spec, offset, form, ..
             } = step
             {
-                let value = read_fixed(attributes, offset, form, specs, spec)?;
-                // Always true with the room reserved: a value is never allocated for here.
-                if values.len() < values.capacity() {
-                    values.push(value);
-                }
+                read_fixed(attributes, offset, form, specs, spec, values)?;
             }
         }
         Ok(plan.present)
@@ -346,11 +343,11 @@ impl Plans {
         attributes: super::Reader<'a>,
         stretch: u32,
         specs: &[gimli::AttributeSpecification],
-        values: &mut Vec<super::Value<'a>>,
+        values: &mut Values<'a>,
     ) -> gimli::Result<u16> {
         let steps = self.steps_of(plan);
         for &step in steps {
-            let value = match step {
+            match step {
                 Step::Fixed {
                     spec,
                     offset,
@@ -358,7 +355,7 @@ impl Plans {
                     after,
                 } => {
                     let offset = if after { offset + stretch } else { offset };
-                    read_fixed(attributes, offset, form, specs, spec)?
+                    read_fixed(attributes, offset, form, specs, spec, values)?
                 }
                 Step::String { offset, .. } => {
                     let string = attributes
@@ -366,13 +363,12 @@ impl Plans {
                         .get(offset as usize..)
                         .and_then(|at| at.get(..stretch as usize))
                         .ok_or(gimli::Error::UnexpectedEof(attributes.offset_id()))?;
-                    AttributeValue::String(gimli::EndianSlice::new(string, attributes.endian()))
+                    values.push(AttributeValue::String(gimli::EndianSlice::new(
+                        string,
+                        attributes.endian(),
+                    )));
                 }
-                Step::Skip { .. } | Step::Read { .. } => continue,
-            };
-            // Always true with the room reserved: a value is never allocated for here.
-            if values.len() < values.capacity() {
-                values.push(value);
+                Step::Skip { .. } | Step::Read { .. } => {}
             }
         }
         Ok(plan.present)
@@ -399,7 +395,7 @@ impl Plans {
         raw: &mut gimli::EntriesRaw<'_, '_, super::Reader<'a>>,
         header: &gimli::UnitHeader<super::Reader<'a>>,
         specs: &[gimli::AttributeSpecification],
-        values: &mut Vec<super::Value<'a>>,
+        values: &mut Values<'a>,
     ) -> gimli::Result<u16> {
         if plan.fixed {
             let attributes = header.range_from(raw.next_offset()..)?;
@@ -426,11 +422,7 @@ impl Plans {
                         continue;
                     };
                     let value = raw_value(raw, spec)?;
-                    let at = first + usize::from(at);
-                    // Always true with the room reserved: a value is never allocated for here.
-                    if values.len() < values.capacity() && at <= values.len() {
-                        values.insert(at, value);
-                    }
+                    values.insert(first + usize::from(at), value);
                 }
                 // Only in a fixed layout's plan.
                 Step::Fixed { .. } | Step::String { .. } => {}
@@ -492,10 +484,10 @@ pub(super) fn string_length(attributes: &[u8], at: u32) -> Option<u32> {
     u32::try_from(bytes.iter().position(|&b| b == 0)?).ok()
 }
 
-/// The value of a fixed layout's attribute of specification `spec` of `specs`, of `form`,
-/// `offset` bytes into `attributes` (a DIE's), as gimli's parser reads it: the bytes taken
-/// by gimli's byte order, not through its reader, whose checks and results per value were
-/// most of a fixed layout's reading.
+/// Push the value of a fixed layout's attribute of specification `spec` of `specs`, of
+/// `form`, `offset` bytes into `attributes` (a DIE's), as gimli's parser reads it, onto
+/// `values`: the bytes taken by gimli's byte order, not through its reader, whose checks and
+/// results per value were most of a fixed layout's reading, and packed as they are read.
 #[inline(always)]
 fn read_fixed<'a>(
     attributes: super::Reader<'a>,
@@ -503,30 +495,33 @@ fn read_fixed<'a>(
     form: Fixed,
     specs: &[gimli::AttributeSpecification],
     spec: u32,
-) -> gimli::Result<super::Value<'a>> {
-    let endian = attributes.endian();
-    let value = attributes.slice().get(offset as usize..).and_then(|at| {
-        Some(match form {
-            Fixed::Data1 => AttributeValue::Data1(*at.first()?),
-            Fixed::Data2 => AttributeValue::Data2(endian.read_u16(at.get(..2)?)),
-            Fixed::Data4 => AttributeValue::Data4(endian.read_u32(at.get(..4)?)),
-            Fixed::Flag => AttributeValue::Flag(*at.first()? != 0),
-            Fixed::FlagPresent => AttributeValue::Flag(true),
-            // The specification looked up only here, where it holds the value.
-            Fixed::ImplicitConst => {
-                AttributeValue::Sdata(specs.get(spec as usize)?.implicit_const_value()?)
-            }
-            Fixed::Ref4 => {
-                AttributeValue::UnitRef(gimli::UnitOffset(endian.read_u32(at.get(..4)?) as usize))
-            }
-            Fixed::Strp => AttributeValue::DebugStrRef(gimli::DebugStrOffset(
-                endian.read_u32(at.get(..4)?) as usize,
-            )),
-        })
-    });
+    values: &mut Values<'a>,
+) -> gimli::Result<()> {
     // Never short of bytes (a layout's offsets are its abbreviation's), nor an implicit
     // constant without its value (gimli's parser reads none without).
-    value.ok_or(gimli::Error::UnexpectedEof(attributes.offset_id()))
+    let eof = || gimli::Error::UnexpectedEof(attributes.offset_id());
+    let endian = attributes.endian();
+    let at = attributes.slice().get(offset as usize..).ok_or_else(eof)?;
+    let bytes = |n: usize| at.get(..n).ok_or_else(eof);
+    let packed = match form {
+        Fixed::Data1 => Packed::data1(bytes(1)?[0]),
+        Fixed::Data2 => Packed::data2(endian.read_u16(bytes(2)?)),
+        Fixed::Data4 => Packed::data4(endian.read_u32(bytes(4)?)),
+        Fixed::Flag => Packed::flag(bytes(1)?[0] != 0),
+        Fixed::FlagPresent => Packed::flag(true),
+        // The specification looked up only here, where it holds the value (of any size:
+        // packed as the general plan's values are).
+        Fixed::ImplicitConst => {
+            let spec = specs.get(spec as usize).ok_or_else(eof)?;
+            let value = spec.implicit_const_value().ok_or_else(eof)?;
+            values.push(AttributeValue::Sdata(value));
+            return Ok(());
+        }
+        Fixed::Ref4 => Packed::unit_ref(endian.read_u32(bytes(4)?)),
+        Fixed::Strp => Packed::debug_str_ref(endian.read_u32(bytes(4)?)),
+    };
+    values.push_packed(packed);
+    Ok(())
 }
 
 /// The plan of an abbreviation with attribute specifications `specs` whose forms all have a
@@ -724,10 +719,13 @@ mod tests {
                         steps: steps.to_vec(),
                         ..Plans::default()
                     };
-                    let mut values = Vec::with_capacity(WANTED);
+                    let mut values = Values::default();
+                    values.start_unit(super::super::cursor::entries(unit).unwrap());
+                    values.reserve(WANTED).unwrap();
                     let present = plans
                         .read(plan, raw, &unit.header, specs, &mut values)
                         .unwrap();
+                    let values: Vec<_> = (0..values.len()).map(|i| values.get(i)).collect();
                     (present, values)
                 };
                 let layout = layout(specs, &unit.header);

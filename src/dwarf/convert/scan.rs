@@ -7,6 +7,7 @@
 //! after: the same ids, and the same first error, as one thread.
 
 use super::plan::{Plans, WANTED};
+use super::values::Values;
 use super::{
     A, ALIAS, At, Attrs, DW_TAG_LLVM_ANNOTATION, Input, Reader, UnitSlots, gimli_reason,
     is_type_tag, next_die, walk,
@@ -222,7 +223,8 @@ impl<'a> Input<'a> {
             ..
         } = scanned;
         let mut parents: Vec<DwTag> = Vec::new();
-        let mut values = Vec::new();
+        let mut values = Values::default();
+        values.start_unit(super::cursor::entries(unit).map_err(|e| at.err(gimli_reason(e)))?);
         let mut plans = Plans::default();
         let mut raw = unit
             .entries_raw(None)
@@ -245,11 +247,11 @@ impl<'a> Input<'a> {
                 is_type_tag(tag).then_some(None)
             } else {
                 values.clear();
-                values.try_reserve(WANTED)?;
+                values.reserve(WANTED)?;
                 let present = plans
                     .read(plan, &mut raw, &unit.header, specs, &mut values)
                     .map_err(|e| at.err(gimli_reason(e)))?;
-                let attrs = Attrs::new(present, &values);
+                let attrs = Attrs::new(present, &values, 0);
                 if let Some(signature) = attrs.get(A::Signature) {
                     // gcc's skeleton of a type that a type unit defines: it stands for that
                     // type.

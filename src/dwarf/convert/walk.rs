@@ -9,6 +9,7 @@
 
 use super::cursor::Cursor;
 use super::plan::{A, WANTED};
+use super::values::Values;
 use super::{
     ALIAS, At, DW_TAG_LLVM_ANNOTATION, EXTRA_BASE, Input, Output, Target, UnitSlots, gimli_reason,
     is_type_tag,
@@ -22,11 +23,12 @@ type Value<'a> = AttributeValue<super::Reader<'a>>;
 
 /// A DIE's attributes the records read, each the first of its name as gimli's `attr_value`
 /// finds it: which are present (bit `A as usize`), and their raw values in [`A`]'s order, as
-/// [`super::plan::Plans::read`] reads them.
+/// [`super::plan::Plans::read`] reads them, from `first` on among `values`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Attrs<'n, 'a> {
     present: u16,
-    values: &'n [Value<'a>],
+    first: u32,
+    values: &'n Values<'a>,
     /// The id `DW_AT_type` refers to, where the walk found it ([`Node::type_id`]).
     type_id: u32,
     /// The interned `DW_AT_name`, where it was recalled ([`Node::name`]).
@@ -37,10 +39,12 @@ pub(super) struct Attrs<'n, 'a> {
 const UNRESOLVED: u32 = u32::MAX;
 
 impl<'n, 'a> Attrs<'n, 'a> {
-    /// The attributes `present` that [`super::plan::Plans::read`] read into `values`.
-    pub(super) fn new(present: u16, values: &'n [Value<'a>]) -> Attrs<'n, 'a> {
+    /// The attributes `present` that [`super::plan::Plans::read`] read into `values`, from
+    /// value `first` on.
+    pub(super) fn new(present: u16, values: &'n Values<'a>, first: u32) -> Attrs<'n, 'a> {
         Attrs {
             present,
+            first,
             values,
             type_id: UNRESOLVED,
             name: UNRESOLVED,
@@ -57,22 +61,29 @@ impl<'n, 'a> Attrs<'n, 'a> {
         (self.name != UNRESOLVED).then_some(self.name)
     }
 
+    #[inline]
     pub(super) fn get(&self, attr: A) -> Option<Value<'a>> {
+        self.values.get(self.index(attr)?)
+    }
+
+    /// Where attribute `attr`'s value is among [`Attrs::values`], if it is present.
+    #[inline]
+    fn index(&self, attr: A) -> Option<usize> {
         let bit = 1u16 << attr as u16;
-        if self.present & bit == 0 {
-            return None;
-        }
-        let index = (self.present & (bit - 1)).count_ones() as usize;
-        self.values.get(index).copied()
+        (self.present & bit != 0)
+            .then(|| self.first as usize + (self.present & (bit - 1)).count_ones() as usize)
     }
 
     /// A constant attribute, as [`super::numeric`] reads it.
+    #[inline]
     pub(super) fn udata(&self, attr: A) -> Option<u64> {
-        self.get(attr).and_then(|v| super::numeric(&v))
+        self.values.numeric(self.index(attr)?)
     }
 
+    #[inline]
     pub(super) fn flag(&self, attr: A) -> bool {
-        matches!(self.get(attr), Some(AttributeValue::Flag(true)))
+        self.index(attr)
+            .is_some_and(|index| self.values.is_true(index))
     }
 }
 
@@ -147,10 +158,10 @@ impl Job {
 const RECALL_AHEAD: usize = 16;
 
 impl Node {
-    /// Its attribute `attr`, its values among the unit's `values`.
+    /// Where its attribute `attr`'s value is among the unit's `values`, if it has one.
     #[inline]
-    fn attr<'a>(&self, values: &[Value<'a>], attr: A) -> Option<Value<'a>> {
-        Attrs::new(self.present, values.get(self.first as usize..)?).get(attr)
+    fn attr_index(&self, values: &Values<'_>, attr: A) -> Option<usize> {
+        Attrs::new(self.present, values, self.first).index(attr)
     }
 }
 
@@ -158,7 +169,7 @@ impl Node {
 #[derive(Debug, Default)]
 pub(super) struct Nodes<'a> {
     list: Vec<Node>,
-    values: Vec<Value<'a>>,
+    values: Values<'a>,
     /// Whether one of `list` is an annotation (`DW_TAG_LLVM_annotation`): clang's, with
     /// `btf_type_tag`/`btf_decl_tag` in the source; gcc writes none.
     annotations: bool,
@@ -185,20 +196,20 @@ impl<'a> Nodes<'a> {
                 tag: DwTag(0),
                 offset: UnitOffset(0),
                 job: Job::None,
-                attrs: Attrs::new(0, &[]),
+                attrs: Attrs::new(0, &self.values, 0),
             },
         }
     }
 
     fn kept(&self, node: &Node) -> Kept<'_, 'a> {
-        let values = self.values.get(node.first as usize..).unwrap_or(&[]);
         Kept {
             tag: node.tag,
             offset: UnitOffset(node.offset as usize),
             job: Job::decode(node.job),
             attrs: Attrs {
                 present: node.present,
-                values,
+                first: node.first,
+                values: &self.values,
                 type_id: node.type_id,
                 name: node.name,
             },
@@ -233,10 +244,13 @@ impl<'a> Nodes<'a> {
             }
         }
         for node in &mut self.list {
-            let Some(AttributeValue::UnitRef(offset)) = node.attr(&self.values, A::Type) else {
+            let Some(offset) = node
+                .attr_index(&self.values, A::Type)
+                .and_then(|index| self.values.unit_ref(index))
+            else {
                 continue;
             };
-            let found = u32::try_from(offset.0).ok().and_then(|offset| {
+            let found = u32::try_from(offset).ok().and_then(|offset| {
                 by_offset
                     .get((offset / 4) as usize)
                     .and_then(|&slot| slots.slots.get(slot as usize))
@@ -261,9 +275,9 @@ impl<'a> Nodes<'a> {
     /// walk up (a tenth of it).
     fn recall_names(&mut self, recent: &super::RecentNames) {
         let values = &self.values;
-        let key_of = |node: &Node| match node.attr(values, A::Name) {
-            Some(AttributeValue::DebugStrRef(offset)) => u32::try_from(offset.0).ok(),
-            _ => None,
+        let key_of = |node: &Node| {
+            let index = node.attr_index(values, A::Name)?;
+            u32::try_from(values.debug_str_ref(index)?).ok()
         };
         let entry_of = |node: Option<&Node>| {
             node.and_then(key_of)
@@ -380,7 +394,7 @@ fn read_die<'a>(
     cursor: &mut Cursor<'a>,
     unit: &gimli::Unit<super::Reader<'a>>,
     specs: &[gimli::AttributeSpecification],
-    values: &mut Vec<Value<'a>>,
+    values: &mut Values<'a>,
 ) -> gimli::Result<u16> {
     if plan.fixed {
         if plan.string_at.is_none() {
@@ -802,10 +816,12 @@ impl<'a> Input<'a> {
         // Kept DIEs with children the walk is inside of, innermost last: (index, depth).
         let mut open: Vec<(usize, isize)> = Vec::new();
         let mut slot = 0usize;
-        // An alias's attributes, read to find its target (it is not kept).
-        let mut scratch = Vec::new();
         let unit = &walked.unit;
         let mut cursor = Cursor::new(unit).map_err(|e| at.err(gimli_reason(e)))?;
+        nodes.values.start_unit(cursor.entries());
+        // An alias's attributes, read to find its target (it is not kept).
+        let mut scratch = Values::default();
+        scratch.start_unit(cursor.entries());
         while let Some((depth, offset, abbrev)) =
             cursor.next(&unit.abbreviations, &mut at, data.start)?
         {
@@ -867,11 +883,12 @@ impl<'a> Input<'a> {
             if job == Job::None && (parent.is_none() || !is_read_below(tag)) {
                 if let (true, Some(numbered)) = (alias, numbering.as_deref_mut()) {
                     scratch.clear();
-                    scratch.try_reserve(WANTED)?;
+                    scratch.reserve(WANTED)?;
                     let present =
                         read_die(&nodes.plans, plan, &mut cursor, unit, specs, &mut scratch)
                             .map_err(|e| at.err(gimli_reason(e)))?;
-                    self.number_alias(numbered, index, Attrs::new(present, &scratch), offset, at)?;
+                    let attrs = Attrs::new(present, &scratch, 0);
+                    self.number_alias(numbered, index, attrs, offset, at)?;
                 } else {
                     skip_die(plan, &mut cursor, unit, specs)
                         .map_err(|e| at.err(gimli_reason(e)))?;
@@ -880,7 +897,7 @@ impl<'a> Input<'a> {
             }
             let first = u32::try_from(nodes.values.len())
                 .map_err(|_| at.err("too many attributes in one unit"))?;
-            nodes.values.try_reserve(WANTED)?;
+            nodes.values.reserve(WANTED)?;
             let present = read_die(
                 &nodes.plans,
                 plan,
@@ -891,7 +908,7 @@ impl<'a> Input<'a> {
             )
             .map_err(|e| at.err(gimli_reason(e)))?;
             if let Some(numbered) = numbering.as_deref_mut() {
-                let attrs = Attrs::new(present, &nodes.values[first as usize..]);
+                let attrs = Attrs::new(present, &nodes.values, first);
                 if alias {
                     self.number_alias(numbered, index, attrs, offset, at)?;
                 } else if maybe_type_tag
