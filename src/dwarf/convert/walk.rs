@@ -478,16 +478,30 @@ struct Queue<'a> {
 
 #[cfg(feature = "std")]
 struct Walks<'a> {
-    /// Units walked, not converted yet, each at its index modulo [`LOOKAHEAD`].
-    walked: [Option<Result<Walked<'a>>>; LOOKAHEAD],
+    /// Units walked, not converted yet, each at its index modulo [`LOOKAHEAD`], with the
+    /// thread that walked it.
+    walked: [Option<(Result<Walked<'a>>, Walker)>; LOOKAHEAD],
     /// The next unit to walk, and the next to convert.
     next_walk: usize,
     next_convert: usize,
-    spare: [Option<Nodes<'a>>; LOOKAHEAD],
+    /// Converted units' nodes, each with the thread that walked into them last.
+    spare: [Option<(Nodes<'a>, Walker)>; LOOKAHEAD],
     /// The conversion has stopped (done, failed, or panicked): nothing more is walked.
     closed: bool,
     /// The helper thread has stopped (if it panicked, a unit it took is never walked).
     helper_gone: bool,
+}
+
+/// Which thread walks a unit. Each walks into the nodes it walked into before where it can:
+/// the lines of nodes the other thread wrote last must be taken back from that core's cache
+/// line by line, and where the two cores are far apart (another socket or die: a VM's two
+/// vCPUs may be placed so from one minute to the next) the converter's walks into the
+/// helper's nodes took several times as long.
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walker {
+    Converter,
+    Helper,
 }
 
 /// What the converting thread does next.
@@ -496,7 +510,7 @@ struct Walks<'a> {
 #[cfg(feature = "std")]
 #[allow(clippy::large_enum_variant)]
 enum Step<'a> {
-    Convert(Result<Walked<'a>>),
+    Convert(Result<Walked<'a>>, Walker),
     Walk(usize, Nodes<'a>),
     Stop,
 }
@@ -534,9 +548,9 @@ impl<'a> Queue<'a> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The next unit to walk, with nodes to walk it into, if one is due: not past
-    /// [`LOOKAHEAD`] units ahead of the conversion.
-    fn claim(&self, walks: &mut Walks<'a>) -> Option<(usize, Nodes<'a>)> {
+    /// The next unit for `walker` to walk, with nodes to walk it into (its own if it has
+    /// some spare), if one is due: not past [`LOOKAHEAD`] units ahead of the conversion.
+    fn claim(&self, walks: &mut Walks<'a>, walker: Walker) -> Option<(usize, Nodes<'a>)> {
         if walks.closed
             || walks.next_walk >= self.units
             || walks.next_walk - walks.next_convert >= LOOKAHEAD
@@ -545,17 +559,22 @@ impl<'a> Queue<'a> {
         }
         let index = walks.next_walk;
         walks.next_walk += 1;
-        let nodes = walks
+        let own = walks
             .spare
-            .iter_mut()
-            .find_map(Option::take)
+            .iter()
+            .position(|spare| matches!(spare, Some((_, by)) if *by == walker));
+        let any = || walks.spare.iter().position(Option::is_some);
+        let nodes = own
+            .or_else(any)
+            .and_then(|at| walks.spare[at].take())
+            .map(|(nodes, _)| nodes)
             .unwrap_or_default();
         Some((index, nodes))
     }
 
-    /// Unit `index`, walked.
-    fn put(&self, index: usize, walked: Result<Walked<'a>>) {
-        self.lock().walked[index % LOOKAHEAD] = Some(walked);
+    /// Unit `index`, walked by `walker`.
+    fn put(&self, index: usize, walked: Result<Walked<'a>>, walker: Walker) {
+        self.lock().walked[index % LOOKAHEAD] = Some((walked, walker));
         self.changed.notify_all();
     }
 
@@ -568,12 +587,12 @@ impl<'a> Queue<'a> {
                 return Step::Stop;
             }
             let at = walks.next_convert % LOOKAHEAD;
-            if let Some(walked) = walks.walked[at].take() {
+            if let Some((walked, walker)) = walks.walked[at].take() {
                 walks.next_convert += 1;
                 self.changed.notify_all();
-                return Step::Convert(walked);
+                return Step::Convert(walked, walker);
             }
-            if let Some((index, nodes)) = self.claim(&mut walks) {
+            if let Some((index, nodes)) = self.claim(&mut walks, Walker::Converter) {
                 return Step::Walk(index, nodes);
             }
             // Taken by the helper, which stopped before walking it: it panicked (its join
@@ -592,17 +611,17 @@ impl<'a> Queue<'a> {
             if walks.closed || walks.next_walk >= self.units {
                 return None;
             }
-            if let Some(claimed) = self.claim(&mut walks) {
+            if let Some(claimed) = self.claim(&mut walks, Walker::Helper) {
                 return Some(claimed);
             }
             walks = self.wait(walks);
         }
     }
 
-    /// A converted unit's nodes, for a next walk.
-    fn give_back(&self, nodes: Nodes<'a>) {
+    /// A converted unit's nodes, which `walker` walked into, for a next walk.
+    fn give_back(&self, nodes: Nodes<'a>, walker: Walker) {
         if let Some(free) = self.lock().spare.iter_mut().find(|s| s.is_none()) {
-            *free = Some(nodes);
+            *free = Some((nodes, walker));
         }
     }
 
@@ -658,7 +677,8 @@ impl<'a> Input<'a> {
                         budget.run(|| {
                             let mut by_offset = Vec::new();
                             while let Some((index, nodes)) = queue.next_walk() {
-                                queue.put(index, self.walk_unit(index, nodes, &mut by_offset));
+                                let walked = self.walk_unit(index, nodes, &mut by_offset);
+                                queue.put(index, walked, Walker::Helper);
                             }
                         })
                     })
@@ -675,11 +695,12 @@ impl<'a> Input<'a> {
                 match queue.next_step() {
                     Step::Stop => break,
                     Step::Walk(index, nodes) => {
-                        queue.put(index, self.walk_unit(index, nodes, &mut by_offset))
+                        let walked = self.walk_unit(index, nodes, &mut by_offset);
+                        queue.put(index, walked, Walker::Converter)
                     }
-                    Step::Convert(walked) => {
+                    Step::Convert(walked, walker) => {
                         match walked.and_then(|walked| self.convert_walked(out, walked)) {
-                            Ok(nodes) => queue.give_back(nodes),
+                            Ok(nodes) => queue.give_back(nodes, walker),
                             Err(error) => {
                                 result = Err(error);
                                 break;
@@ -986,5 +1007,32 @@ impl<'a> Input<'a> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+
+    /// Each thread walks into the nodes it walked into before where it has some spare, else
+    /// into the other's, else into new ones.
+    #[test]
+    fn each_walker_takes_its_own_spare_nodes_first() {
+        let queue = Queue::new(4);
+        let reserved = |capacity| {
+            let mut nodes = Nodes::default();
+            nodes.list.reserve_exact(capacity);
+            nodes
+        };
+        queue.give_back(reserved(10), Walker::Helper);
+        queue.give_back(reserved(100), Walker::Converter);
+        let mut walks = queue.lock();
+        let mut claim = |walker| {
+            let (_, nodes) = queue.claim(&mut walks, walker).unwrap();
+            nodes.list.capacity()
+        };
+        assert!(claim(Walker::Converter) >= 100);
+        assert!((10..100).contains(&claim(Walker::Converter)));
+        assert_eq!(claim(Walker::Helper), 0);
     }
 }
