@@ -1106,7 +1106,7 @@ fn for_each_fixture_unit(mut f: impl FnMut(&str, &gimli::Unit<Reader<'_>>)) {
         "clang-19-dwarf5-rel.ko",
     ] {
         let data = std::fs::read(std::format!("{dir}/{name}")).unwrap();
-        let sections = super::sections::Sections::read(&data).unwrap();
+        let sections = super::sections::Sections::read(&data, false).unwrap();
         let dwarf = load_dwarf(&sections, ".debug_info").unwrap();
         let mut headers = dwarf.units();
         while let Some(header) = headers.next().unwrap() {

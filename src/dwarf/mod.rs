@@ -177,8 +177,11 @@ pub fn to_btf_with(data: &[u8], sup: Option<&[u8]>, options: &Options<'_>) -> Re
             reason: "names a supplementary file (dwz -m), which was not given",
         });
     }
-    let sections = sections::Sections::read(data)?;
-    let sup = sup.map(sections::Sections::read).transpose()?;
+    let sections = sections::Sections::read(data, options.functions)?;
+    // The functions are the input's own.
+    let sup = sup
+        .map(|sup| sections::Sections::read(sup, false))
+        .transpose()?;
     let endian = match sections.endian {
         gimli::RunTimeEndian::Little => crate::btf::Endianness::Little,
         gimli::RunTimeEndian::Big => crate::btf::Endianness::Big,

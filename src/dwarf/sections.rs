@@ -26,8 +26,8 @@ pub struct Sections<'a> {
     sections: Vec<(gimli::SectionId, Bytes<'a>)>,
     /// The ELF file's byte order.
     pub endian: gimli::RunTimeEndian,
-    /// Names of the `STT_FUNC` symbols of `.symtab` (a name may repeat): pahole emits a
-    /// `FUNC` only for a function the symbol table names.
+    /// Names of the `STT_FUNC` symbols of `.symtab` (a name may repeat), if asked for:
+    /// pahole emits a `FUNC` only for a function the symbol table names.
     pub functions: Vec<&'a [u8]>,
 }
 
@@ -49,8 +49,8 @@ impl<'a> Sections<'a> {
     /// compressed section that does not decompress to its announced size, and on a RELA
     /// relocation of a relocatable file that is not an absolute 32- or 64-bit one inside its
     /// section (REL ones, as in BPF objects, keep their addends in the section: it is read as
-    /// it is).
-    pub fn read(data: &'a [u8]) -> Result<Sections<'a>> {
+    /// it is). The names of its function symbols are read if `functions`.
+    pub fn read(data: &'a [u8], functions: bool) -> Result<Sections<'a>> {
         let file = crate::elf::parse(data).map_err(|_| Error::BadElf("not an ELF file"))?;
         if file.format() != object::BinaryFormat::Elf {
             return Err(Error::BadElf("not an ELF file"));
@@ -67,19 +67,22 @@ impl<'a> Sections<'a> {
                 sections.push((id, relocated(&file, id.name(), bytes)?));
             }
         }
-        let mut functions = Vec::new();
-        for symbol in file.symbols() {
-            match symbol.name_bytes() {
-                Ok(name) if symbol.kind() == SymbolKind::Text && !name.is_empty() => {
-                    crate::fallible::push(&mut functions, name)?;
+        let mut names = Vec::new();
+        // A kernel's symbol table is a few hundred thousand entries: read only for `FUNC`s.
+        if functions {
+            for symbol in file.symbols() {
+                match symbol.name_bytes() {
+                    Ok(name) if symbol.kind() == SymbolKind::Text && !name.is_empty() => {
+                        crate::fallible::push(&mut names, name)?;
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
         Ok(Sections {
             sections,
             endian,
-            functions,
+            functions: names,
         })
     }
 
