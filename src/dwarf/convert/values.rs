@@ -19,12 +19,13 @@ use gimli::{AttributeValue, Reader as _};
 /// How a [`Packed`] value holds its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Form {
+    // The unsigned constants first, up to `Udata` ([`Values::numeric`]).
     Data1,
     Data2,
     Data4,
     Data8,
-    Sdata,
     Udata,
+    Sdata,
     Flag,
     UnitRef,
     DebugInfoRef,
@@ -180,15 +181,19 @@ impl<'a> Values<'a> {
 
     /// Value `index` as a constant, as [`super::numeric`] reads it ([`Values::get`] without
     /// making the value: the records read most constants so).
-    #[inline]
+    #[inline(always)]
     pub(super) fn numeric(&self, index: usize) -> Option<u64> {
         let packed = self.packed.get(index)?;
-        match packed.form {
-            Form::Data1 | Form::Data2 | Form::Data4 | Form::Data8 | Form::Udata => {
-                Some(packed.wide_payload())
-            }
-            _ => self.get(index).and_then(|value| super::numeric(&value)),
+        if packed.form as u8 <= Form::Udata as u8 {
+            return Some(packed.wide_payload());
         }
+        self.other_numeric(index)
+    }
+
+    /// [`Values::numeric`] of a value of any other form.
+    #[inline(never)]
+    fn other_numeric(&self, index: usize) -> Option<u64> {
+        super::numeric(&self.get(index)?)
     }
 
     /// Whether value `index` is a `Flag(true)`.

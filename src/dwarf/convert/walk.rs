@@ -75,7 +75,7 @@ impl<'n, 'a> Attrs<'n, 'a> {
     }
 
     /// A constant attribute, as [`super::numeric`] reads it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn udata(&self, attr: A) -> Option<u64> {
         self.values.numeric(self.index(attr)?)
     }
