@@ -112,8 +112,8 @@ struct Node {
     job: u32,
     /// The id its `DW_AT_type` refers to, resolved by the walk, converting in one pass, when
     /// it is a DIE of the same unit (almost every reference; [`UNRESOLVED`] otherwise):
-    /// relative to the unit's first id, plus one (0: `void`), until the unit's ids are known
-    /// ([`Input::convert_walked`]). The records' thread, the busier one, then only reads it.
+    /// relative to the unit's first id, plus one (0: `void`), made absolute as the records
+    /// read it ([`Nodes::id_base`]). The records' thread, the busier one, only reads it.
     type_id: u32,
     /// Its `DW_AT_name` interned, when the walk found it among the names the records' thread
     /// interned recently ([`Nodes::recall_names`]); [`UNRESOLVED`] otherwise.
@@ -176,6 +176,12 @@ pub(super) struct Nodes<'a> {
     /// How the walk reads each abbreviation's attributes (kept with the nodes so that their
     /// memory is reused from unit to unit).
     plans: super::plan::Plans,
+    /// Converting in one pass, the unit's first id, once known ([`Input::convert_walked`]):
+    /// the walk numbers a unit's type DIEs from 0, and the records add it as they read each
+    /// [`Node::job`] and [`Node::type_id`]. Not written into the nodes: the thread that
+    /// walked into them writes them next, and each line the records' thread had written
+    /// would first be taken back from its core's cache.
+    id_base: u32,
 }
 
 /// A kept DIE as the records read it.
@@ -205,19 +211,31 @@ impl<'a> Nodes<'a> {
         Kept {
             tag: node.tag,
             offset: UnitOffset(node.offset as usize),
-            job: Job::decode(node.job),
+            job: self.job(node),
             attrs: Attrs {
                 present: node.present,
                 first: node.first,
                 values: &self.values,
-                type_id: node.type_id,
+                type_id: match node.type_id {
+                    UNRESOLVED | 0 => node.type_id,
+                    id => id - 1 + self.id_base,
+                },
                 name: node.name,
             },
         }
     }
 
+    /// What `node` becomes, its id made absolute ([`Nodes::id_base`]).
+    fn job(&self, node: &Node) -> Job {
+        match Job::decode(node.job) {
+            Job::Type(id) => Job::Type(id + self.id_base),
+            job => job,
+        }
+    }
+
     fn clear(&mut self) {
         self.list.clear();
+        self.id_base = 0;
         self.values.clear();
         self.annotations = false;
         self.plans.clear();
@@ -784,14 +802,8 @@ impl<'a> Input<'a> {
             out.types.fill(end)?;
             fallible::push(&mut out.types.units, base)?;
             out.next_id = end;
-            for node in &mut nodes.list {
-                if let Job::Type(id) = Job::decode(node.job) {
-                    node.job = id + base;
-                }
-                if node.type_id != UNRESOLVED && node.type_id != 0 {
-                    node.type_id += base - 1;
-                }
-            }
+            // Below `end`, every id the walk gave plus this fits.
+            nodes.id_base = base;
             // Copied to their size (what every unit keeps to the end is allocated here, not
             // between the walks' short-lived allocations), with their ids.
             let mut slots = fallible::to_vec(&numbered.slots.slots)?;
@@ -1000,7 +1012,7 @@ impl<'a> Input<'a> {
         let mut at = at;
         for (i, node) in nodes.list.iter().enumerate().take(count) {
             at.die = self.units[unit].start + u64::from(node.offset);
-            match Job::decode(node.job) {
+            match nodes.job(node) {
                 Job::Type(id) => self.convert_type(out, unit, nodes, i, id, at)?,
                 Job::Function => self.convert_function(out, unit, nodes, i, at)?,
                 Job::None => {}
