@@ -85,7 +85,7 @@ struct Pending {
 
 /// The slots of one unit's type DIEs and aliases, in offset order: the first pass's (in
 /// [`UnitData`]), or, converting in one pass, its walk's (in [`Output::numbered`]).
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct UnitSlots {
     /// Offset and id (or [`ALIAS`]) of each type DIE and alias.
     slots: Vec<(u32, u32)>,

@@ -182,6 +182,12 @@ pub(super) struct Nodes<'a> {
     /// walked into them writes them next, and each line the records' thread had written
     /// would first be taken back from its core's cache.
     id_base: u32,
+    /// The unit converted from these nodes and the slots its walk numbered, dropped by the
+    /// next walk into them ([`Nodes::clear`]): their memory (the unit's abbreviations and
+    /// line program header, a hundred blocks or so) is freed by the thread that allocated it,
+    /// not block by block by the records' thread, each free then taking the allocator's lock
+    /// and the block's header back from the other core.
+    retired: Option<(gimli::Unit<super::Reader<'a>>, Option<Numbered>)>,
 }
 
 /// A kept DIE as the records read it.
@@ -234,6 +240,7 @@ impl<'a> Nodes<'a> {
     }
 
     fn clear(&mut self) {
+        self.retired = None;
         self.list.clear();
         self.id_base = 0;
         self.values.clear();
@@ -375,6 +382,7 @@ pub(super) struct Walked<'a> {
 /// ([`Input::number_types`]) numbers it otherwise: from 0, the ids of the units before it
 /// added when it is converted ([`Input::convert_walked`]), so that any thread may walk any
 /// unit ahead.
+#[derive(Debug)]
 pub(super) struct Numbered {
     slots: UnitSlots,
     /// Type DIEs numbered.
@@ -747,8 +755,9 @@ impl<'a> Input<'a> {
         mut nodes: Nodes<'a>,
         by_offset: &mut Vec<u32>,
     ) -> Result<Walked<'a>> {
-        let unit = self.load(index)?;
+        // The unit these nodes were converted from goes before this one's abbreviations come.
         nodes.clear();
+        let unit = self.load(index)?;
         let mut walked = Walked {
             index,
             unit,
@@ -792,7 +801,7 @@ impl<'a> Input<'a> {
             unit: data.start,
             die: u64::MAX,
         };
-        if let Some(numbered) = numbered {
+        if let Some(numbered) = &numbered {
             // The unit's ids follow those of the units before it.
             let base = out.next_id;
             let end = base
@@ -821,8 +830,7 @@ impl<'a> Input<'a> {
         }
         out.current = Some((index, unit));
         let converted = self.run(out, index, &nodes, complete, at);
-        // Its abbreviations, dropped before the next unit's are parsed.
-        out.current = None;
+        nodes.retired = out.current.take().map(|(_, unit)| (unit, numbered));
         self.release_unit(index);
         (self.progress)(super::super::Progress::Converted {
             done: index + 1,
