@@ -14,8 +14,12 @@
 #                 `bpftool gen min_core_btf FULL OUT OBJS...`        (issue 31: >= 4x, <= 0.5x RSS)
 #   encode        `btfgen encode DEBUG_VMLINUX FULL` against that pahole alone
 #                                                                    (issue 33: >= 3x, <= 0.5x RSS)
+# With a C compiler (cc), also the round trip of a cache line between the first two CPUs before
+# and after the rounds (benches/cross-core.c): on a VM, tens of ns where its vCPUs share a die,
+# hundreds where they do not, and then btfgen's conversion, which hands each unit's DIEs from
+# one thread to the other, is slower (pahole's threads share little).
 #
-# Environment: BTFGEN (default: `make cli`'s static build), PAHOLE, BPFTOOL, ROUNDS.
+# Environment: BTFGEN (default: `make cli`'s static build), PAHOLE, BPFTOOL, ROUNDS, CC.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,7 +52,11 @@ spec() {
     spec encode:pahole "$pahole" -j --btf_encode_detached="$work/full-p.btf" "$vmlinux"
 } >"$work/spec"
 echo "btfgen dwarf: $vmlinux ($(stat -c %s "$vmlinux") bytes), ${#objects[@]} objects from $2"
+round_trip() { [[ -x $work/cross-core ]] && "$work/cross-core" || echo "?"; }
+"${CC:-cc}" -O2 -pthread benches/cross-core.c -o "$work/cross-core" 2>/dev/null || true
+before=$(round_trip)
 python3 benches/measure.py "$rounds" "$work/spec" >"$work/out"
+echo "cross-core round trip: $before ns before, $(round_trip) ns after"
 awk -F'\t' -v r="$rounds" '
     { wall[$1] = $2; cpu[$1] = $3; rss[$1] = $4 }
     function row(name, a, b) {
