@@ -76,8 +76,20 @@ impl BtfWriter {
 
     /// [`BtfWriter::add_string`] of a name as bytes (one read from another BTF).
     pub fn add_bytes(&mut self, s: &[u8]) -> Result<u32> {
+        self.add_bytes_if(s, |_| true)
+            .map(|added| added.unwrap_or(0))
+    }
+
+    /// [`BtfWriter::add_bytes`] of a name held already, or else one `new` accepts (`None`
+    /// if it does not): a check made once per distinct name (a DWARF file repeats each
+    /// name in every unit).
+    pub fn add_bytes_if(
+        &mut self,
+        s: &[u8],
+        new: impl FnOnce(&[u8]) -> bool,
+    ) -> Result<Option<u32>> {
         if s.is_empty() {
-            return Ok(0);
+            return Ok(Some(0));
         }
         let hash = self.hasher.hash_one(s);
         let strings = &self.strings;
@@ -85,7 +97,10 @@ impl BtfWriter {
             .string_index
             .find(hash, |&off| string_at(strings, off) == s);
         if let Some(&off) = found {
-            return Ok(self.strings_start + off);
+            return Ok(Some(self.strings_start + off));
+        }
+        if !new(s) {
+            return Ok(None);
         }
         let off = self.strings.len();
         if self.strings_start as usize + off + s.len() > MAX_NAME_OFFSET as usize {
@@ -104,7 +119,7 @@ impl BtfWriter {
         self.string_index.insert_unique(hash, off as u32, |&o| {
             hasher.hash_one(string_at(strings, o))
         });
-        Ok(self.strings_start + off as u32)
+        Ok(Some(self.strings_start + off as u32))
     }
 
     /// Append a type header and return the new type's id; kind-specific words follow with

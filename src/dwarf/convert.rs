@@ -976,10 +976,10 @@ impl<'a, 'w> Output<'a, 'w> {
     fn intern(&mut self, name: Option<&[u8]>, at: At) -> Result<u32> {
         match name {
             None => Ok(0),
-            Some(bytes) => {
-                let s = core::str::from_utf8(bytes).map_err(|_| at.err("a name is not UTF-8"))?;
-                self.strings.add_string(s)
-            }
+            Some(bytes) => self
+                .strings
+                .add_bytes_if(bytes, |new| core::str::from_utf8(new).is_ok())?
+                .ok_or_else(|| at.err("a name is not UTF-8")),
         }
     }
 
