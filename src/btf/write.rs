@@ -346,3 +346,24 @@ pub(crate) fn string_at(strings: &[u8], off: u32) -> &[u8] {
     let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
     &rest[..end]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name the writer holds is found without its check; a new one is taken in only if
+    /// the check accepts it.
+    #[test]
+    fn only_new_names_are_checked() {
+        let mut writer = BtfWriter::new(Endianness::Little).unwrap();
+        let held = writer.add_bytes(b"task_struct").unwrap();
+        assert_eq!(
+            writer.add_bytes_if(b"task_struct", |_| false).unwrap(),
+            Some(held)
+        );
+        assert_eq!(writer.add_bytes_if(b"\xff", |_| false).unwrap(), None);
+        let added = writer.add_bytes_if(b"mm", |name| name == b"mm").unwrap();
+        assert_eq!(added, Some(writer.add_bytes(b"mm").unwrap()));
+        assert_eq!(writer.add_bytes_if(b"", |_| false).unwrap(), Some(0));
+    }
+}
