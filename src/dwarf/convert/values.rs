@@ -125,6 +125,16 @@ impl<'a> Values<'a> {
         self.wide.clear();
     }
 
+    /// These values made a copy of `other`.
+    pub(super) fn copy_from(&mut self, other: &Values<'a>) -> Result<()> {
+        self.clear();
+        crate::fallible::extend(&mut self.packed, &other.packed)?;
+        crate::fallible::extend(&mut self.wide, &other.wide)?;
+        self.bytes = other.bytes;
+        self.endian = other.endian;
+        Ok(())
+    }
+
     /// How many values.
     pub(super) fn len(&self) -> usize {
         self.packed.len()

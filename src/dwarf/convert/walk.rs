@@ -326,10 +326,33 @@ impl<'a> Nodes<'a> {
         }
     }
 
+    /// These nodes made a copy of the `walked` ones, as their walk left them: the kept DIEs,
+    /// their values, whether one is an annotation.
+    fn copy_walked(&mut self, walked: &Nodes<'a>) -> Result<()> {
+        self.list.clear();
+        fallible::extend(&mut self.list, &walked.list)?;
+        self.values.copy_from(&walked.values)?;
+        self.annotations = walked.annotations;
+        Ok(())
+    }
+
     /// Whether a kept DIE is an annotation ([`Nodes::annotations`]).
     pub(super) fn has_annotations(&self) -> bool {
         self.annotations
     }
+}
+
+/// What a walking thread keeps from one walk to the next.
+#[derive(Debug, Default)]
+struct WalkSpace<'a> {
+    /// The nodes it walks in (with its plans), each walk's then copied at once into the nodes
+    /// the records' thread reads. The walk writes each node and rewrites many (its end, its
+    /// type, its name): written in nodes the other core has just read (those of a unit it
+    /// converted), each store waited for its line to come back from that core, which with the
+    /// two cores far apart was most of the walk's time; copied, the lines are taken in bulk.
+    nodes: Nodes<'a>,
+    /// For each 4 bytes of a unit, its last slot ([`Nodes::resolve_types`]).
+    by_offset: Vec<u32>,
 }
 
 /// The kept children of kept DIE `index`, each with its index.
@@ -678,9 +701,9 @@ impl<'a> Input<'a> {
             return result;
         }
         let mut spare = Nodes::default();
-        let mut by_offset = Vec::new();
+        let mut space = WalkSpace::default();
         for index in 0..self.units.len() {
-            let walked = self.walk_unit(index, spare, &mut by_offset)?;
+            let walked = self.walk_unit(index, spare, &mut space)?;
             spare = self.convert_walked(out, walked)?;
         }
         Ok(())
@@ -701,9 +724,9 @@ impl<'a> Input<'a> {
                         // Tells the converter the helper is gone, also if a walk panicked.
                         let _gone = queue.stop_on_drop(|walks| walks.helper_gone = true);
                         budget.run(|| {
-                            let mut by_offset = Vec::new();
+                            let mut space = WalkSpace::default();
                             while let Some((index, nodes)) = queue.next_walk() {
-                                let walked = self.walk_unit(index, nodes, &mut by_offset);
+                                let walked = self.walk_unit(index, nodes, &mut space);
                                 queue.put(index, walked, Walker::Helper);
                             }
                         })
@@ -716,12 +739,12 @@ impl<'a> Input<'a> {
             // waits for it).
             let closed = queue.stop_on_drop(|walks| walks.closed = true);
             let mut result = Ok(());
-            let mut by_offset = Vec::new();
+            let mut space = WalkSpace::default();
             loop {
                 match queue.next_step() {
                     Step::Stop => break,
                     Step::Walk(index, nodes) => {
-                        let walked = self.walk_unit(index, nodes, &mut by_offset);
+                        let walked = self.walk_unit(index, nodes, &mut space);
                         queue.put(index, walked, Walker::Converter)
                     }
                     Step::Convert(walked, walker) => {
@@ -746,17 +769,20 @@ impl<'a> Input<'a> {
     }
 
     /// Walk unit `index`: its kept DIEs, in `nodes` (a converted unit's, emptied: their
-    /// memory reused); converting in one pass, its type DIEs numbered from 0 and the
-    /// references into the unit resolved, with `by_offset` (the walking thread's, kept from
-    /// unit to unit: [`Nodes::resolve_types`]).
+    /// memory reused), walked in `space` (the walking thread's, kept from unit to unit) and
+    /// copied there at the end; converting in one pass, its type DIEs numbered from 0 and the
+    /// references into the unit resolved.
     fn walk_unit(
         &self,
         index: usize,
         mut nodes: Nodes<'a>,
-        by_offset: &mut Vec<u32>,
+        space: &mut WalkSpace<'a>,
     ) -> Result<Walked<'a>> {
         // The unit these nodes were converted from goes before this one's abbreviations come.
         nodes.clear();
+        space.nodes.clear();
+        // Walked in the thread's own nodes; `space` holds `nodes` meanwhile.
+        core::mem::swap(&mut nodes, &mut space.nodes);
         let unit = self.load(index)?;
         let mut walked = Walked {
             index,
@@ -776,11 +802,15 @@ impl<'a> Input<'a> {
         }
         if let Some(numbered) = &mut walked.numbered {
             numbered.slots.index()?;
-            walked.nodes.resolve_types(&numbered.slots, by_offset)?;
+            walked
+                .nodes
+                .resolve_types(&numbered.slots, &mut space.by_offset)?;
         }
         if !self.units[index].in_sup {
             walked.nodes.recall_names(&self.recent_names);
         }
+        space.nodes.copy_walked(&walked.nodes)?;
+        core::mem::swap(&mut walked.nodes, &mut space.nodes);
         Ok(walked)
     }
 
