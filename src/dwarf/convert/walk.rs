@@ -173,14 +173,11 @@ pub(super) struct Nodes<'a> {
     /// Whether one of `list` is an annotation (`DW_TAG_LLVM_annotation`): clang's, with
     /// `btf_type_tag`/`btf_decl_tag` in the source; gcc writes none.
     annotations: bool,
-    /// How the walk reads each abbreviation's attributes (kept with the nodes so that their
-    /// memory is reused from unit to unit).
-    plans: super::plan::Plans,
     /// Converting in one pass, the unit's first id, once known ([`Input::convert_walked`]):
     /// the walk numbers a unit's type DIEs from 0, and the records add it as they read each
-    /// [`Node::job`] and [`Node::type_id`]. Not written into the nodes: the thread that
-    /// walked into them writes them next, and each line the records' thread had written
-    /// would first be taken back from its core's cache.
+    /// [`Node::job`] and [`Node::type_id`]. Not written into the nodes: a walking thread
+    /// copies into them next, and each line the records' thread had written would first be
+    /// taken back from its core's cache.
     id_base: u32,
     /// The unit converted from these nodes and the slots its walk numbered, dropped by the
     /// next walk into them ([`Nodes::clear`]): their memory (the unit's abbreviations and
@@ -245,7 +242,6 @@ impl<'a> Nodes<'a> {
         self.id_base = 0;
         self.values.clear();
         self.annotations = false;
-        self.plans.clear();
     }
 
     /// Resolve each kept DIE's `DW_AT_type` that refers into its own unit, numbered in
@@ -345,12 +341,14 @@ impl<'a> Nodes<'a> {
 /// What a walking thread keeps from one walk to the next.
 #[derive(Debug, Default)]
 struct WalkSpace<'a> {
-    /// The nodes it walks in (with its plans), each walk's then copied at once into the nodes
+    /// The nodes it walks in, each walk's then copied at once into the nodes
     /// the records' thread reads. The walk writes each node and rewrites many (its end, its
     /// type, its name): written in nodes the other core has just read (those of a unit it
     /// converted), each store waited for its line to come back from that core, which with the
     /// two cores far apart was most of the walk's time; copied, the lines are taken in bulk.
     nodes: Nodes<'a>,
+    /// How the walk reads each abbreviation's attributes, made once for the thread's walks.
+    plans: super::plan::Plans,
     /// For each 4 bytes of a unit, its last slot ([`Nodes::resolve_types`]).
     by_offset: Vec<u32>,
 }
@@ -533,7 +531,7 @@ struct Walks<'a> {
     /// The next unit to walk, and the next to convert.
     next_walk: usize,
     next_convert: usize,
-    /// Converted units' nodes, each with the thread that walked into them last.
+    /// Converted units' nodes, each with the thread that copied a walk into them last.
     spare: [Option<(Nodes<'a>, Walker)>; LOOKAHEAD],
     /// The conversion has stopped (done, failed, or panicked): nothing more is walked.
     closed: bool,
@@ -541,11 +539,10 @@ struct Walks<'a> {
     helper_gone: bool,
 }
 
-/// Which thread walks a unit. Each walks into the nodes it walked into before where it can:
-/// the lines of nodes the other thread wrote last must be taken back from that core's cache
-/// line by line, and where the two cores are far apart (another socket or die: a VM's two
-/// vCPUs may be placed so from one minute to the next) the converter's walks into the
-/// helper's nodes took several times as long.
+/// Which thread walks a unit. Each copies its walks into the nodes it copied into before
+/// where it can: the lines of nodes the other thread wrote last must be taken back from that
+/// core's cache, and where the two cores are far apart (another socket or die: a VM's two
+/// vCPUs may be placed so from one minute to the next) that took several times as long.
 #[cfg(feature = "std")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Walker {
@@ -667,7 +664,7 @@ impl<'a> Queue<'a> {
         }
     }
 
-    /// A converted unit's nodes, which `walker` walked into, for a next walk.
+    /// A converted unit's nodes, into which `walker` copied its walk, for a next walk.
     fn give_back(&self, nodes: Nodes<'a>, walker: Walker) {
         if let Some(free) = self.lock().spare.iter_mut().find(|s| s.is_none()) {
             *free = Some((nodes, walker));
@@ -795,7 +792,7 @@ impl<'a> Input<'a> {
                 count: 0,
             }),
         };
-        if let Err(error) = self.walk(&mut walked) {
+        if let Err(error) = self.walk(&mut walked, &mut space.plans) {
             walked.error = Some(error);
         } else {
             walked.complete = walked.nodes.list.len();
@@ -873,8 +870,10 @@ impl<'a> Input<'a> {
         }
     }
 
-    /// The walk of [`Input::walk_unit`].
-    fn walk(&self, walked: &mut Walked<'a>) -> Result<()> {
+    /// The walk of [`Input::walk_unit`], reading attributes by `plans`.
+    fn walk(&self, walked: &mut Walked<'a>, plans: &mut super::plan::Plans) -> Result<()> {
+        // Abbreviation codes are the unit's own.
+        plans.clear();
         let index = walked.index;
         let data = &self.units[index];
         let mut at = At {
@@ -912,7 +911,7 @@ impl<'a> Input<'a> {
                 walked.complete = nodes.list.len();
             }
             let tag = abbrev.tag();
-            let plan = nodes.plans.get(abbrev, || cursor.raw(unit), &unit.header)?;
+            let plan = plans.get(abbrev, || cursor.raw(unit), &unit.header)?;
             let parent = match open.last() {
                 Some(&(i, d)) if d == depth - 1 => Some(i),
                 _ => None,
@@ -955,9 +954,8 @@ impl<'a> Input<'a> {
                 if let (true, Some(numbered)) = (alias, numbering.as_deref_mut()) {
                     scratch.clear();
                     scratch.reserve(WANTED)?;
-                    let present =
-                        read_die(&nodes.plans, plan, &mut cursor, unit, specs, &mut scratch)
-                            .map_err(|e| at.err(gimli_reason(e)))?;
+                    let present = read_die(plans, plan, &mut cursor, unit, specs, &mut scratch)
+                        .map_err(|e| at.err(gimli_reason(e)))?;
                     let attrs = Attrs::new(present, &scratch, 0);
                     self.number_alias(numbered, index, attrs, offset, at)?;
                 } else {
@@ -969,15 +967,8 @@ impl<'a> Input<'a> {
             let first = u32::try_from(nodes.values.len())
                 .map_err(|_| at.err("too many attributes in one unit"))?;
             nodes.values.reserve(WANTED)?;
-            let present = read_die(
-                &nodes.plans,
-                plan,
-                &mut cursor,
-                unit,
-                specs,
-                &mut nodes.values,
-            )
-            .map_err(|e| at.err(gimli_reason(e)))?;
+            let present = read_die(plans, plan, &mut cursor, unit, specs, &mut nodes.values)
+                .map_err(|e| at.err(gimli_reason(e)))?;
             if let Some(numbered) = numbering.as_deref_mut() {
                 let attrs = Attrs::new(present, &nodes.values, first);
                 if alias {
@@ -1064,8 +1055,8 @@ impl<'a> Input<'a> {
 mod tests {
     use super::*;
 
-    /// Each thread walks into the nodes it walked into before where it has some spare, else
-    /// into the other's, else into new ones.
+    /// Each thread copies its walks into the nodes it copied into before where it has some
+    /// spare, else into the other's, else into new ones.
     #[test]
     fn each_walker_takes_its_own_spare_nodes_first() {
         let queue = Queue::new(4);
