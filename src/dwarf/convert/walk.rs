@@ -176,7 +176,7 @@ pub(super) struct Nodes<'a> {
     /// Converting in one pass, the unit's first id, once known ([`Input::convert_walked`]):
     /// the walk numbers a unit's type DIEs from 0, and the records add it as they read each
     /// [`Node::job`] and [`Node::type_id`]. Not written into the nodes: a walking thread
-    /// copies into them next, and each line the records' thread had written would first be
+    /// writes into them next, and each line the records' thread had written would first be
     /// taken back from its core's cache.
     id_base: u32,
     /// The unit converted from these nodes and the slots its walk numbered, dropped by the
@@ -341,11 +341,12 @@ impl<'a> Nodes<'a> {
 /// What a walking thread keeps from one walk to the next.
 #[derive(Debug, Default)]
 struct WalkSpace<'a> {
-    /// The nodes it walks in, each walk's then copied at once into the nodes
-    /// the records' thread reads. The walk writes each node and rewrites many (its end, its
-    /// type, its name): written in nodes the other core has just read (those of a unit it
+    /// The nodes it walks in. The helper's walks are then copied at once into the nodes the
+    /// records' thread reads: the walk writes each node and rewrites many (its end, its type,
+    /// its name), and written in nodes the other core has just read (those of a unit it
     /// converted), each store waited for its line to come back from that core, which with the
     /// two cores far apart was most of the walk's time; copied, the lines are taken in bulk.
+    /// The records' thread's own walks are handed on as they are.
     nodes: Nodes<'a>,
     /// How the walk reads each abbreviation's attributes, made once for the thread's walks.
     plans: super::plan::Plans,
@@ -531,7 +532,7 @@ struct Walks<'a> {
     /// The next unit to walk, and the next to convert.
     next_walk: usize,
     next_convert: usize,
-    /// Converted units' nodes, each with the thread that copied a walk into them last.
+    /// Converted units' nodes, each with the thread that wrote a walk into them last.
     spare: [Option<(Nodes<'a>, Walker)>; LOOKAHEAD],
     /// The conversion has stopped (done, failed, or panicked): nothing more is walked.
     closed: bool,
@@ -539,9 +540,9 @@ struct Walks<'a> {
     helper_gone: bool,
 }
 
-/// Which thread walks a unit. Each copies its walks into the nodes it copied into before
-/// where it can: the lines of nodes the other thread wrote last must be taken back from that
-/// core's cache, and where the two cores are far apart (another socket or die: a VM's two
+/// Which thread walks a unit. Each puts its walks into nodes it wrote before where it can
+/// (the helper copies into them, the records' thread walks in them): the lines of nodes the
+/// other thread wrote last must be taken back from that core's cache, and where the two cores are far apart (another socket or die: a VM's two
 /// vCPUs may be placed so from one minute to the next) that took several times as long.
 #[cfg(feature = "std")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -664,7 +665,7 @@ impl<'a> Queue<'a> {
         }
     }
 
-    /// A converted unit's nodes, into which `walker` copied its walk, for a next walk.
+    /// A converted unit's nodes, into which `walker` wrote its walk, for a next walk.
     fn give_back(&self, nodes: Nodes<'a>, walker: Walker) {
         if let Some(free) = self.lock().spare.iter_mut().find(|s| s.is_none()) {
             *free = Some((nodes, walker));
@@ -700,7 +701,7 @@ impl<'a> Input<'a> {
         let mut spare = Nodes::default();
         let mut space = WalkSpace::default();
         for index in 0..self.units.len() {
-            let walked = self.walk_unit(index, spare, &mut space)?;
+            let walked = self.walk_unit(index, spare, &mut space, false)?;
             spare = self.convert_walked(out, walked)?;
         }
         Ok(())
@@ -723,7 +724,7 @@ impl<'a> Input<'a> {
                         budget.run(|| {
                             let mut space = WalkSpace::default();
                             while let Some((index, nodes)) = queue.next_walk() {
-                                let walked = self.walk_unit(index, nodes, &mut space);
+                                let walked = self.walk_unit(index, nodes, &mut space, true);
                                 queue.put(index, walked, Walker::Helper);
                             }
                         })
@@ -741,7 +742,7 @@ impl<'a> Input<'a> {
                 match queue.next_step() {
                     Step::Stop => break,
                     Step::Walk(index, nodes) => {
-                        let walked = self.walk_unit(index, nodes, &mut space);
+                        let walked = self.walk_unit(index, nodes, &mut space, false);
                         queue.put(index, walked, Walker::Converter)
                     }
                     Step::Convert(walked, walker) => {
@@ -765,15 +766,17 @@ impl<'a> Input<'a> {
         })
     }
 
-    /// Walk unit `index`: its kept DIEs, in `nodes` (a converted unit's, emptied: their
-    /// memory reused), walked in `space` (the walking thread's, kept from unit to unit) and
-    /// copied there at the end; converting in one pass, its type DIEs numbered from 0 and the
-    /// references into the unit resolved.
+    /// Walk unit `index`: its kept DIEs, walked in `space` (the walking thread's, kept from
+    /// unit to unit); if `hand_over` (another thread converts them), copied at the end into
+    /// `nodes` (a converted unit's, emptied: their memory reused), else handed on as walked,
+    /// `nodes` kept in `space` for the next walk. Converting in one pass, its type DIEs are
+    /// numbered from 0 and the references into the unit resolved.
     fn walk_unit(
         &self,
         index: usize,
         mut nodes: Nodes<'a>,
         space: &mut WalkSpace<'a>,
+        hand_over: bool,
     ) -> Result<Walked<'a>> {
         // The unit these nodes were converted from goes before this one's abbreviations come.
         nodes.clear();
@@ -806,8 +809,11 @@ impl<'a> Input<'a> {
         if !self.units[index].in_sup {
             walked.nodes.recall_names(&self.recent_names);
         }
-        space.nodes.copy_walked(&walked.nodes)?;
-        core::mem::swap(&mut walked.nodes, &mut space.nodes);
+        // The thread that converts its own walk reads lines it has just written: no copy.
+        if hand_over {
+            space.nodes.copy_walked(&walked.nodes)?;
+            core::mem::swap(&mut walked.nodes, &mut space.nodes);
+        }
         Ok(walked)
     }
 
@@ -1055,8 +1061,8 @@ impl<'a> Input<'a> {
 mod tests {
     use super::*;
 
-    /// Each thread copies its walks into the nodes it copied into before where it has some
-    /// spare, else into the other's, else into new ones.
+    /// Each thread puts its walks into the nodes it wrote before where it has some spare,
+    /// else into the other's, else into new ones.
     #[test]
     fn each_walker_takes_its_own_spare_nodes_first() {
         let queue = Queue::new(4);
