@@ -275,13 +275,20 @@ impl<'a> Input<'a> {
         if let Some(bits) = member.udata(A::DataBitOffset) {
             return u32::try_from(bits).map_err(|_| too_far());
         }
-        let byte_offset = match member.get(A::MemberLocation) {
-            None => 0,
-            Some(
-                AttributeValue::Exprloc(gimli::Expression(expr)) | AttributeValue::Block(expr),
-            ) => plus_uconst(expr.slice())
-                .ok_or(at.err("a member location that is no constant offset"))?,
-            Some(value) => numeric(&value).ok_or(at.err("a member location of unknown form"))?,
+        // Mostly a constant (DWARF 3 on), read without making the value: a kernel has 6
+        // million members.
+        let byte_offset = match member.udata(A::MemberLocation) {
+            Some(offset) => offset,
+            None => match member.get(A::MemberLocation) {
+                None => 0,
+                Some(
+                    AttributeValue::Exprloc(gimli::Expression(expr)) | AttributeValue::Block(expr),
+                ) => plus_uconst(expr.slice())
+                    .ok_or_else(|| at.err("a member location that is no constant offset"))?,
+                Some(value) => {
+                    numeric(&value).ok_or_else(|| at.err("a member location of unknown form"))?
+                }
+            },
         } as i64;
         let mut bit_offset = byte_offset.wrapping_mul(8);
         if bitfield_size != 0 {
