@@ -151,7 +151,12 @@ fn compares_words(kind: Kind) -> bool {
 
 /// Whether `map` (a dedup's type → canonical type map) has processed `id` (not a marker).
 pub(crate) fn is_mapped(map: &[u32], id: u32) -> bool {
-    map.get(id as usize).is_some_and(|&m| m < IN_PROGRESS)
+    map.get(id as usize).is_some_and(|&m| is_mapped_to(m))
+}
+
+/// Whether a map entry names a type (is no marker).
+pub(crate) fn is_mapped_to(entry: u32) -> bool {
+    entry < IN_PROGRESS
 }
 
 /// The canonical type `id` maps to through `map`'s chain.

@@ -382,22 +382,40 @@ impl<'a, 'w> Converter<'a, 'w> {
         Ok(Converter { input, out })
     }
 
-    /// Every unit's records (the second pass, or the only one). Returns all records, ids
-    /// from 1.
-    pub fn convert(self) -> Result<Types> {
+    /// Every unit's records (the second pass, or the only one), ids from 1, and what
+    /// `meanwhile` makes of their count: on a second thread while the ids settle, where
+    /// the options allow one (the deduplication's tables, a map of 13 MB for a kernel,
+    /// filled while the records' provisional ids are rewritten), else after (`None` only if
+    /// that was lost: see [`super::beside`]).
+    pub fn convert_with<T: Send>(
+        self,
+        meanwhile: impl FnOnce(usize) -> T + Send,
+    ) -> Result<(Types, Option<T>)> {
         let Converter { input, mut out } = self;
         input.convert_units(&mut out)?;
         input.release_sections();
-        if input.one_pass {
-            input.settle_ids(&mut out)?;
+        let made = if input.one_pass {
+            let pending = input.resolve_pending(&mut out)?;
+            // The units' slots, with the records the peak: gone before the tables come.
+            out.numbered = Vec::new();
+            let records = out.types.records.len() + out.extra.records.len();
+            let (settled, made) = super::beside(
+                input.threads,
+                || input.settle_ids(&mut out, &pending),
+                || meanwhile(records),
+            );
+            settled?;
             let end = out.first_extra;
             fallible::push(&mut out.types.units, end)?;
-        }
+            made
+        } else {
+            Some(meanwhile(out.types.records.len() + out.extra.records.len()))
+        };
         let Output {
             mut types, extra, ..
         } = out;
         types.append(extra)?;
-        Ok(types)
+        Ok((types, made))
     }
 }
 
@@ -816,17 +834,24 @@ impl<'a> Input<'a> {
         Err(at.err("a cycle of _Atomic qualifiers"))
     }
 
-    /// Converting in one pass, once every unit is numbered: the last DIE's id is known, so
-    /// the extra records' ids follow it, and every pending reference has its id; each
-    /// record's references to either get their final ids.
-    fn settle_ids(&self, out: &mut Output<'a, '_>) -> Result<()> {
-        let count = out.next_id;
-        out.types.fill(count)?;
+    /// Converting in one pass, once every unit is numbered: the last DIE's id is known, and
+    /// with it every record's slot; the id of each reference into a unit not numbered then
+    /// ([`Output::pending`]), in order.
+    fn resolve_pending(&self, out: &mut Output<'a, '_>) -> Result<Vec<u32>> {
+        out.types.fill(out.next_id)?;
         let pending = core::mem::take(&mut out.pending);
         let mut ids = fallible::vec_with_capacity(pending.len())?;
         for &reference in &pending {
             ids.push(self.resolve_from(out, reference)?);
         }
+        Ok(ids)
+    }
+
+    /// Converting in one pass, once the pending references have their `ids`
+    /// ([`Input::resolve_pending`]): the extra records' ids follow the last DIE's, and each
+    /// record's references to either get their final ids.
+    fn settle_ids(&self, out: &mut Output<'a, '_>, ids: &[u32]) -> Result<()> {
+        let count = out.next_id;
         let extras =
             u32::try_from(out.extra.records.len()).map_err(|_| super::too_many_records())?;
         count

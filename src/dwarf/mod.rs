@@ -13,7 +13,7 @@ mod sections;
 pub mod supplementary;
 
 use crate::btf::Kind;
-use crate::btf::dedup_table::Record;
+use crate::btf::dedup_table::{PhaseTables, Record};
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -187,16 +187,62 @@ pub fn to_btf_with(data: &[u8], sup: Option<&[u8]>, options: &Options<'_>) -> Re
         gimli::RunTimeEndian::Big => crate::btf::Endianness::Big,
     };
     let mut writer = BtfWriter::new(endian)?;
-    let mut types =
-        convert::Converter::new(&sections, sup.as_ref(), &mut writer, options)?.convert()?;
+    let (mut types, tables) =
+        convert::Converter::new(&sections, sup.as_ref(), &mut writer, options)?
+            .convert_with(|records| PhaseTables::new(records, 0, true))?;
     (options.progress)(Progress::Deduplicating);
-    dedup::dedup(&mut types, &mut writer, options.threads)?;
+    let tables = tables.ok_or(Error::InvalidArgument(
+        "DWARF conversion: the deduplication's tables were not made",
+    ))??;
+    dedup::dedup(&mut types, tables, &mut writer, options.threads)?;
     // Every unit's records, most of the peak: gone before the output is laid out and checked,
     // or going meanwhile.
     free(types, options.free_in_background);
     let btf = writer.finish()?;
     crate::btf::Btf::parse(&btf)?;
     Ok(btf)
+}
+
+/// `a` on this thread and `b` on a second one if `threads` (with `std`), else (or if the
+/// second thread cannot be started or has not started by the time `a` is done) both on this
+/// one. `b`'s result is `None` only if it was lost, which cannot happen: a panic on either
+/// thread goes on here.
+fn beside<A, B: Send>(
+    threads: bool,
+    a: impl FnOnce() -> A,
+    b: impl FnOnce() -> B + Send,
+) -> (A, Option<B>) {
+    #[cfg(feature = "std")]
+    if threads {
+        // Taken by whichever thread comes to it first.
+        let work = std::sync::Mutex::new(Some(b));
+        let take = || {
+            work.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+        };
+        return std::thread::scope(|scope| {
+            let budget = crate::budget::inherit();
+            // std's thread, allocated as it cannot fail: outside any budget (as the walks'
+            // helper is).
+            let second = crate::budget::uncharged(|| {
+                std::thread::Builder::new()
+                    .name("btfgen-beside".into())
+                    .spawn_scoped(scope, || take().map(|b| budget.run(b)))
+            })
+            .ok();
+            let a = a();
+            let here = take().map(|b| b());
+            let there = match second.map(|second| crate::budget::uncharged(|| second.join())) {
+                Some(Ok(made)) => made,
+                Some(Err(panic)) => std::panic::resume_unwind(panic),
+                None => None,
+            };
+            (a, here.or(there))
+        });
+    }
+    let _ = threads;
+    (a(), Some(b()))
 }
 
 /// Drop `value`, on a thread of its own that nothing waits for if `background` (with `std`;

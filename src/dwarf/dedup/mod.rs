@@ -23,14 +23,22 @@ use alloc::vec::Vec;
 // Record ids stay below the map's markers.
 const _: () = assert!(super::MAX_RECORD_ID < IN_PROGRESS);
 
-/// Deduplicate `types` and write the result into `writer` (whose strings it names); the
-/// records' shapes made on two threads if `threads`.
-pub fn dedup(types: &mut Types, writer: &mut BtfWriter, threads: bool) -> Result<()> {
+/// Deduplicate `types` with `tables` (new ones for as many records, with an enum index:
+/// `PhaseTables::new(records, 0, true)`) and write the result into `writer` (whose strings
+/// it names); the records' shapes made on two threads if `threads`.
+pub fn dedup(
+    types: &mut Types,
+    tables: PhaseTables,
+    writer: &mut BtfWriter,
+    threads: bool,
+) -> Result<()> {
     let n = types.records.len();
-    let mut d = Dedup {
-        tables: PhaseTables::new(n, 0, true)?,
-        types,
-    };
+    if tables.map.len() != n {
+        return Err(Error::InvalidArgument(
+            "DWARF deduplication: tables for another number of records",
+        ));
+    }
+    let mut d = Dedup { tables, types };
     d.prim_phase()?;
     let shaped = match d.struct_phase_by_shapes(threads)? {
         Ok(shaped) => Some(shaped),

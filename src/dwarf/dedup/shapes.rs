@@ -822,51 +822,44 @@ impl Dedup<'_> {
             return Ok(None);
         };
         let Shapes { info, dirty, .. } = shapes;
-        let (mut walked, mut structs, mut fwds) = (Vec::new(), Vec::new(), Vec::new());
-        for unit in 0..unit_count {
-            // The part's shapes renumbered as the joined shapes number them.
-            let part = bounds[1..].partition_point(|&end| end <= unit);
+        // Each part's records apart (on two threads if `threads`): its ids are a range, their
+        // shapes and map entries its own.
+        let mut parts: heapless::Vec<SettlePart<'_>, PARTS> = heapless::Vec::new();
+        let (mut of_rest, mut map_rest) = (&mut of[..], &mut self.tables.map[..]);
+        let mut base = 0u32;
+        for (part, range) in bounds.windows(2).enumerate() {
+            let end = self.types.units[range[1]];
+            let len = (end - base) as usize;
+            let (of_part, of_after) = core::mem::take(&mut of_rest).split_at_mut(len);
+            let (map_part, map_after) = core::mem::take(&mut map_rest).split_at_mut(len);
             let renumbered = part.checked_sub(1).and_then(|later| renumbering.get(later));
-            let units = &self.types.units;
-            for id in units[unit]..units[unit + 1] {
-                let kind = self.kind(id);
-                let shape = &mut of[id as usize];
-                if let Some(renumbered) = renumbered {
-                    *shape = renumbered.get(*shape as usize).copied().unwrap_or(UNSET);
-                }
-                // No full copy, or reaching an ambiguous name (`shapes_of_parts` unmarks those).
-                if let Some(info) = info
-                    .get(*shape as usize)
-                    .filter(|info| info.first_full != UNSET)
-                {
-                    match kind {
-                        Some(Kind::Struct | Kind::Union) if dirty[unit] => {
-                            fallible::push(&mut walked, (id, info.first_full))?;
-                        }
-                        Some(Kind::Struct | Kind::Union) => {
-                            self.tables.map[id as usize] = info.first_full;
-                        }
-                        // A canonical forward declaration (the prim phase's first of its
-                        // name): the one definition of its name, as a walk or the forward
-                        // declarations' phase would resolve it.
-                        Some(Kind::Fwd) if self.tables.map[id as usize] == id => {
-                            self.tables.map[id as usize] = info.first_full;
-                        }
-                        _ => {}
-                    }
-                }
-                // Left to the struct phase: a canonical struct, or one to walk.
-                let mapped_away = crate::btf::dedup_table::is_mapped(&self.tables.map, id)
-                    && self.tables.map[id as usize] != id;
-                match kind {
-                    Some(Kind::Struct | Kind::Union) if !mapped_away => {
-                        fallible::push(&mut structs, id)?;
-                    }
-                    Some(Kind::Fwd) if !mapped_away => fallible::push(&mut fwds, id)?,
-                    _ => {}
-                }
+            let settle_part = SettlePart {
+                units: range[0]..range[1],
+                base,
+                of: of_part,
+                map: map_part,
+                renumbered: renumbered.map(Vec::as_slice),
+                walked: Vec::new(),
+                structs: Vec::new(),
+                fwds: Vec::new(),
+            };
+            if parts.push(settle_part).is_err() {
+                return Ok(None);
             }
+            (of_rest, map_rest, base) = (of_after, map_after, end);
         }
+        let types = &*self.types;
+        each_part(threads, &mut parts, |part| {
+            part.settle(types, &info, &dirty)?;
+            Ok(true)
+        })?;
+        let (mut walked, mut structs, mut fwds) = (Vec::new(), Vec::new(), Vec::new());
+        for part in &parts {
+            fallible::extend(&mut walked, &part.walked)?;
+            fallible::extend(&mut structs, &part.structs)?;
+            fallible::extend(&mut fwds, &part.fwds)?;
+        }
+        drop(parts);
         let mut settled = Vec::new();
         settled.try_reserve_exact(reaching.len())?;
         settled.extend(reaching.iter().map(|&reaches| !reaches));
@@ -943,6 +936,72 @@ impl Dedup<'_> {
             }
         }
         Ok(Some((first, reaching, renumbering)))
+    }
+}
+
+/// One part's share of [`Dedup::settle`]: its units' records mapped as their shapes say, and
+/// what the struct phase is left with among them.
+struct SettlePart<'s> {
+    units: core::ops::Range<usize>,
+    /// The part's first id: `of` and `map` start there.
+    base: u32,
+    /// The part's records' shapes, as the part numbered them (renumbered here).
+    of: &'s mut [u32],
+    /// The part's records' entries in the phases' map.
+    map: &'s mut [u32],
+    /// The part's shapes' numbers in the joined shapes (the first part's are those).
+    renumbered: Option<&'s [u32]>,
+    /// The part's structs of mapped shapes in units that are not clean, each with the first of
+    /// its shape; its structs and unions left to the struct phase; its forward declarations
+    /// left canonical: ascending.
+    walked: Vec<(u32, u32)>,
+    structs: Vec<u32>,
+    fwds: Vec<u32>,
+}
+
+impl SettlePart<'_> {
+    /// Map the part's records of `types` by the joined shapes' `info`, the units' `dirty`
+    /// (whether a unit is not clean).
+    fn settle(&mut self, types: &Types, info: &[ShapeInfo], dirty: &[bool]) -> Result<()> {
+        for unit in self.units.clone() {
+            let (start, end) = (types.units[unit], types.units[unit + 1]);
+            for id in start..end {
+                let at = (id - self.base) as usize;
+                let kind = types.records.get(id as usize).and_then(|r| r.kind);
+                let shape = &mut self.of[at];
+                if let Some(renumbered) = self.renumbered {
+                    *shape = renumbered.get(*shape as usize).copied().unwrap_or(UNSET);
+                }
+                let map = &mut self.map[at];
+                // No full copy, or reaching an ambiguous name (`shapes_of_parts` unmarks those).
+                if let Some(info) = info
+                    .get(*shape as usize)
+                    .filter(|info| info.first_full != UNSET)
+                {
+                    match kind {
+                        Some(Kind::Struct | Kind::Union) if dirty[unit] => {
+                            fallible::push(&mut self.walked, (id, info.first_full))?;
+                        }
+                        Some(Kind::Struct | Kind::Union) => *map = info.first_full,
+                        // A canonical forward declaration (the prim phase's first of its
+                        // name): the one definition of its name, as a walk or the forward
+                        // declarations' phase would resolve it.
+                        Some(Kind::Fwd) if *map == id => *map = info.first_full,
+                        _ => {}
+                    }
+                }
+                // Left to the struct phase: a canonical struct, or one to walk.
+                let mapped_away = crate::btf::dedup_table::is_mapped_to(*map) && *map != id;
+                match kind {
+                    Some(Kind::Struct | Kind::Union) if !mapped_away => {
+                        fallible::push(&mut self.structs, id)?;
+                    }
+                    Some(Kind::Fwd) if !mapped_away => fallible::push(&mut self.fwds, id)?,
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -1564,7 +1623,8 @@ mod tests {
 
     fn deduplicated(seed: u64, units: usize, mix: Mix, with_units: bool) -> Vec<u8> {
         let (mut types, mut writer) = generate(seed, units, mix, with_units);
-        super::super::dedup(&mut types, &mut writer, false).unwrap();
+        let tables = PhaseTables::new(types.records.len(), 0, true).unwrap();
+        super::super::dedup(&mut types, tables, &mut writer, false).unwrap();
         writer.finish().unwrap()
     }
 
