@@ -527,6 +527,13 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
     /// The error for type `id`, which has no kind: a slot never written.
     fn unwritten(&self, id: u32) -> Error;
 
+    /// The prim phase's mapping of type `id` to `to`, in the phases' map (a part of the phase
+    /// run apart from the map records it instead).
+    fn prim_map(&mut self, id: u32, to: u32) -> Result<()> {
+        self.tables_mut().map[id as usize] = to;
+        Ok(())
+    }
+
     /// Where the candidates with hash `h` start, newest first.
     fn first_candidate(&self, h: u64) -> Cursor {
         self.tables().candidates.first(h)
@@ -598,7 +605,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
                     at = self.next_candidate(at, h);
                 }
                 for c in resolve_canon {
-                    self.tables_mut().map[c as usize] = id;
+                    self.prim_map(c, id)?;
                 }
                 h
             }
@@ -611,7 +618,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             }
             _ => return Ok(()),
         };
-        self.tables_mut().map[id as usize] = new_id;
+        self.prim_map(id, new_id)?;
         if new_id == id {
             self.add_candidate(h, id)?;
             if self.tables().enums.is_some() && self.is_enum(id) {
@@ -651,7 +658,7 @@ pub(crate) trait DedupPhases: DedupRecords + Sized {
             crate::fallible::push(&mut resolve_canon, c)?;
         }
         for c in resolve_canon {
-            self.tables_mut().map[c as usize] = id;
+            self.prim_map(c, id)?;
         }
         Ok(winner.unwrap_or(id))
     }

@@ -39,13 +39,13 @@ pub fn dedup(
         ));
     }
     let mut d = Dedup { tables, types };
-    d.prim_phase()?;
+    d.prim_phase(threads)?;
     let shaped = match d.struct_phase_by_shapes(threads)? {
         Ok(shaped) => Some(shaped),
         Err(shapes::Unsettled) => {
             // Every struct walked, as libbpf walks them, from the start.
             d.tables = PhaseTables::new(n, 0, true)?;
-            d.prim_phase()?;
+            d.prim_phase(threads)?;
             d.tables.begin_struct_phase(false)?;
             for id in 1..n as u32 {
                 d.struct_type(id)?;
@@ -84,9 +84,46 @@ struct Dedup<'t> {
 }
 
 impl Dedup<'_> {
-    fn prim_phase(&mut self) -> Result<()> {
-        for id in 1..self.tables.map.len() as u32 {
-            self.prim_type(id)?;
+    /// libbpf's prim phase, in id order; with `threads`, its primitives split by name into
+    /// [`PRIM_PARTS`] parts made on two threads ([`PrimPart`]), whose map entries are then
+    /// written in.
+    fn prim_phase(&mut self, threads: bool) -> Result<()> {
+        // In id order, each once (the conversion writes them so; a record written twice would
+        // be listed twice).
+        if !self.types.prims.windows(2).all(|w| w[0] < w[1]) {
+            self.types.prims.sort_unstable();
+            self.types.prims.dedup();
+        }
+        if !threads {
+            for i in 0..self.types.prims.len() {
+                self.prim_type(self.types.prims[i])?;
+            }
+            return Ok(());
+        }
+        let mut parts: heapless::Vec<PrimPart<'_>, PRIM_PARTS> = heapless::Vec::new();
+        for part in 0..PRIM_PARTS {
+            let prim_part = PrimPart {
+                types: self.types,
+                part,
+                tables: PhaseTables::new(0, 0, self.tables.enums.is_some())?,
+                mapped: Vec::new(),
+            };
+            if parts.push(prim_part).is_err() {
+                return Err(Error::InvalidArgument(
+                    "DWARF deduplication: too many parts",
+                ));
+            }
+        }
+        shapes::each_part(threads, &mut parts, |part| {
+            part.run()?;
+            Ok(true)
+        })?;
+        for part in &parts {
+            for &(id, to) in &part.mapped {
+                if let Some(entry) = self.tables.map.get_mut(id as usize) {
+                    *entry = to;
+                }
+            }
         }
         Ok(())
     }
@@ -110,10 +147,7 @@ impl Dedup<'_> {
         for id in new_ids.canonical() {
             let r = self.record(id);
             let Some(kind) = r.kind else {
-                return Err(Error::BadType {
-                    id,
-                    reason: "DWARF conversion left a type unwritten",
-                });
+                return Err(unwritten(id));
             };
             words.clear();
             fallible::extend(&mut words, self.words(id))?;
@@ -125,6 +159,83 @@ impl Dedup<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Parts the prim phase's primitives are split in, by name ([`prim_part`]).
+const PRIM_PARTS: usize = 2;
+
+/// Which of the [`PRIM_PARTS`] parts the primitives named `name` fall in.
+fn prim_part(name: u32) -> usize {
+    (crate::btf::dedup_table::spread(u64::from(name)) % PRIM_PARTS as u64) as usize
+}
+
+/// One part of the prim phase: the primitives of its names, deduplicated in id order with
+/// candidates and an enum index of its own. Primitives of different names are never equal,
+/// nor is an enum (or its forward declaration) compatible with one of another name, so a
+/// part finds what the whole phase would; and no later phase looks a primitive up among the
+/// candidates. Its map entries are kept, in the order given, for the phase's map.
+struct PrimPart<'t> {
+    types: &'t Types,
+    part: usize,
+    /// Its candidates and enum index; no map.
+    tables: PhaseTables,
+    mapped: Vec<(u32, u32)>,
+}
+
+impl PrimPart<'_> {
+    /// The part's primitives, in id order.
+    fn run(&mut self) -> Result<()> {
+        for &id in &self.types.prims {
+            if prim_part(self.record(id).name) == self.part {
+                self.prim_type(id)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DedupRecords for PrimPart<'_> {
+    fn record(&self, id: u32) -> Record {
+        self.types
+            .records
+            .get(id as usize)
+            .copied()
+            .unwrap_or(Record::VOID)
+    }
+
+    fn words(&self, id: u32) -> &[u32] {
+        match self.types.records.get(id as usize) {
+            Some(r) => self.types.words(r),
+            None => &[],
+        }
+    }
+
+    fn too_deep(&self) -> Error {
+        too_deep()
+    }
+}
+
+impl DedupPhases for PrimPart<'_> {
+    fn tables(&self) -> &PhaseTables {
+        &self.tables
+    }
+
+    fn tables_mut(&mut self) -> &mut PhaseTables {
+        &mut self.tables
+    }
+
+    // The prim phase changes no record.
+    fn set_size_or_type(&mut self, _: u32, _: u32) {}
+
+    fn set_word(&mut self, _: u32, _: usize, _: u32) {}
+
+    fn unwritten(&self, id: u32) -> Error {
+        unwritten(id)
+    }
+
+    fn prim_map(&mut self, id: u32, to: u32) -> Result<()> {
+        fallible::push(&mut self.mapped, (id, to))
     }
 }
 
@@ -207,6 +318,14 @@ impl DedupRecords for Dedup<'_> {
     }
 }
 
+/// The error for record `id`, a slot the conversion never wrote.
+fn unwritten(id: u32) -> Error {
+    Error::BadType {
+        id,
+        reason: "DWARF conversion left a type unwritten",
+    }
+}
+
 fn too_deep() -> Error {
     Error::Limit {
         what: "depth of a DWARF type graph walk",
@@ -237,17 +356,66 @@ impl DedupPhases for Dedup<'_> {
     }
 
     fn unwritten(&self, id: u32) -> Error {
-        Error::BadType {
-            id,
-            reason: "DWARF conversion left a type unwritten",
-        }
+        unwritten(id)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::NewIds;
+    use super::{Dedup, NewIds, PhaseTables};
+    use crate::btf::Kind;
+    use crate::dwarf::{Record, Types};
     use alloc::vec::Vec;
+
+    /// The prim phase split by name on two threads maps every record as the phase in id order
+    /// does, on primitives of every kind drawn from few names (equal ints and floats, forward
+    /// declarations of structs and unions, enums and 64-bit enums with and without values:
+    /// forward declarations that resolve to a later full enum of their name) among other
+    /// records.
+    #[test]
+    fn the_prim_phase_in_parts_maps_as_in_order() {
+        for seed in 1..6 {
+            let mut next = crate::test_rng::xorshift64(seed);
+            let mut types = Types::new().unwrap();
+            for _ in 0..4000 {
+                let name = (next() % 6) as u32;
+                let flag = next() % 3 == 0;
+                let (kind, vlen, size, words): (Kind, u16, u32, Vec<u32>) = match next() % 6 {
+                    0 => (
+                        Kind::Int,
+                        0,
+                        4,
+                        alloc::vec![(next() % 2) as u32 * 0x0100_0020],
+                    ),
+                    1 => (Kind::Float, 0, 4 << (next() % 2), Vec::new()),
+                    2 => (Kind::Fwd, 0, 0, Vec::new()),
+                    3 => (Kind::Ptr, 0, (next() % 50) as u32, Vec::new()),
+                    4 if next() % 2 == 0 => (Kind::Enum, 0, 4, Vec::new()),
+                    4 => {
+                        let values = 1 + (next() % 2) as u16;
+                        let words = (0..values * 2).map(|_| (next() % 2) as u32).collect();
+                        (Kind::Enum, values, 4, words)
+                    }
+                    _ => (Kind::Enum64, 1, 8, alloc::vec![1, (next() % 2) as u32, 0]),
+                };
+                types
+                    .push(Record::new(name, kind, flag, vlen, size), &words)
+                    .unwrap();
+            }
+            let n = types.records.len();
+            let map = |threads: bool, types: &mut Types| {
+                let mut d = Dedup {
+                    tables: PhaseTables::new(n, 0, true).unwrap(),
+                    types,
+                };
+                d.prim_phase(threads).unwrap();
+                d.tables.map
+            };
+            let in_order = map(false, &mut types);
+            assert!(in_order.iter().enumerate().any(|(id, &to)| to < id as u32));
+            assert_eq!(map(true, &mut types), in_order, "seed {seed}");
+        }
+    }
 
     /// The new ids are the canonical records numbered in order, as counting them one by one
     /// gives them, on maps of lengths around the words' bounds.

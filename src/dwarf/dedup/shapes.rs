@@ -1248,7 +1248,7 @@ const PARTS: usize = 4;
 /// `work` on each of `parts`, on two threads if `threads` (and a second can be started), each
 /// taking the next part not taken yet, else one after the other: whether `work` said so of
 /// every part, or the first error.
-fn each_part<P: Send>(
+pub(super) fn each_part<P: Send>(
     threads: bool,
     parts: &mut [P],
     work: impl Fn(&mut P) -> Result<bool> + Sync,
@@ -1637,7 +1637,7 @@ mod tests {
             tables: PhaseTables::new(n, 0, true).unwrap(),
             types: &mut types,
         };
-        d.prim_phase().unwrap();
+        d.prim_phase(false).unwrap();
         let Some(settled) = d.settle(false).unwrap() else {
             return 0;
         };
@@ -1647,7 +1647,7 @@ mod tests {
             tables: PhaseTables::new(n, 0, true).unwrap(),
             types: &mut types,
         };
-        d.prim_phase().unwrap();
+        d.prim_phase(false).unwrap();
         match d.struct_phase_by_shapes(false).unwrap() {
             Err(_) => 1,
             Ok(_) if walked == 0 => 2,
