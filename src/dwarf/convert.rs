@@ -384,9 +384,9 @@ impl<'a, 'w> Converter<'a, 'w> {
 
     /// Every unit's records (the second pass, or the only one), ids from 1, and what
     /// `meanwhile` makes of their count: on a second thread while the ids settle, where
-    /// the options allow one (the deduplication's tables, a map of 13 MB for a kernel,
-    /// filled while the records' provisional ids are rewritten), else after (`None` only if
-    /// that was lost: see [`super::beside`]).
+    /// the options allow one (what the deduplication works in, two arrays of 13 MB for a
+    /// kernel, filled while the records' provisional ids are rewritten), else after (`None`
+    /// only if that was lost: see [`super::beside`]).
     pub fn convert_with<T: Send>(
         self,
         meanwhile: impl FnOnce(usize) -> T + Send,

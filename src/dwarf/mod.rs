@@ -13,7 +13,7 @@ mod sections;
 pub mod supplementary;
 
 use crate::btf::Kind;
-use crate::btf::dedup_table::{PhaseTables, Record};
+use crate::btf::dedup_table::Record;
 use crate::btf::write::BtfWriter;
 use crate::error::{Error, Result};
 use crate::fallible;
@@ -187,14 +187,14 @@ pub fn to_btf_with(data: &[u8], sup: Option<&[u8]>, options: &Options<'_>) -> Re
         gimli::RunTimeEndian::Big => crate::btf::Endianness::Big,
     };
     let mut writer = BtfWriter::new(endian)?;
-    let (mut types, tables) =
+    let (mut types, prepared) =
         convert::Converter::new(&sections, sup.as_ref(), &mut writer, options)?
-            .convert_with(|records| PhaseTables::new(records, 0, true))?;
+            .convert_with(dedup::Prepared::new)?;
     (options.progress)(Progress::Deduplicating);
-    let tables = tables.ok_or(Error::InvalidArgument(
+    let prepared = prepared.ok_or(Error::InvalidArgument(
         "DWARF conversion: the deduplication's tables were not made",
     ))??;
-    dedup::dedup(&mut types, tables, &mut writer, options.threads)?;
+    dedup::dedup(&mut types, prepared, &mut writer, options.threads)?;
     // Every unit's records, most of the peak: gone before the output is laid out and checked,
     // or going meanwhile.
     free(types, options.free_in_background);

@@ -23,16 +23,34 @@ use alloc::vec::Vec;
 // Record ids stay below the map's markers.
 const _: () = assert!(super::MAX_RECORD_ID < IN_PROGRESS);
 
-/// Deduplicate `types` with `tables` (new ones for as many records, with an enum index:
-/// `PhaseTables::new(records, 0, true)`) and write the result into `writer` (whose strings
-/// it names); the records' shapes made on two threads if `threads`.
+/// What [`dedup`] works in, made before it: the phases' tables and a shape slot per record
+/// for the struct phase, tens of megabytes of pages to fill for a kernel, which another thread
+/// may fill while the conversion settles its ids.
+pub struct Prepared {
+    tables: PhaseTables,
+    shapes: Vec<u32>,
+}
+
+impl Prepared {
+    /// For `records` records.
+    pub fn new(records: usize) -> Result<Prepared> {
+        Ok(Prepared {
+            tables: PhaseTables::new(records, 0, true)?,
+            shapes: shapes::unset_slots(records)?,
+        })
+    }
+}
+
+/// Deduplicate `types` in `prepared` (for as many records) and write the result into
+/// `writer` (whose strings it names); the records' shapes made on two threads if `threads`.
 pub fn dedup(
     types: &mut Types,
-    tables: PhaseTables,
+    prepared: Prepared,
     writer: &mut BtfWriter,
     threads: bool,
 ) -> Result<()> {
     let n = types.records.len();
+    let Prepared { tables, shapes } = prepared;
     if tables.map.len() != n {
         return Err(Error::InvalidArgument(
             "DWARF deduplication: tables for another number of records",
@@ -40,7 +58,7 @@ pub fn dedup(
     }
     let mut d = Dedup { tables, types };
     d.prim_phase(threads)?;
-    let shaped = match d.struct_phase_by_shapes(threads)? {
+    let shaped = match d.struct_phase_by_shapes(shapes, threads)? {
         Ok(shaped) => Some(shaped),
         Err(shapes::Unsettled) => {
             // Every struct walked, as libbpf walks them, from the start.

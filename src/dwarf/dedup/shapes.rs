@@ -55,6 +55,14 @@ use hashbrown::HashTable;
 const UNSET: u32 = u32::MAX;
 const BUSY: u32 = u32::MAX - 1;
 
+/// `len` shape slots, none made yet: what [`Dedup::struct_phase_by_shapes`] makes the shapes
+/// in.
+pub(super) fn unset_slots(len: usize) -> Result<Vec<u32>> {
+    let mut slots = fallible::vec_with_capacity(len)?;
+    slots.resize(len, UNSET);
+    Ok(slots)
+}
+
 /// How deep the shapes of unnamed types may nest (a kernel's: a few levels).
 const MAX_NESTING: usize = 256;
 
@@ -729,14 +737,16 @@ impl Dedup<'_> {
     }
 
     /// The struct phase, with the structs and unions the shapes settle mapped without a walk
-    /// (see the module's comment), their shapes made on two threads if `threads`;
+    /// (see the module's comment), their shapes made (in `slots`, [`unset_slots`]) on two
+    /// threads if `threads`;
     /// [`Unsettled`] if the input is not one they settle, or a walk ended otherwise than the
     /// shapes said (the phases' tables must then start over).
     pub(super) fn struct_phase_by_shapes(
         &mut self,
+        slots: Vec<u32>,
         threads: bool,
     ) -> Result<core::result::Result<Shaped, Unsettled>> {
-        let Some(settled) = self.settle(threads)? else {
+        let Some(settled) = self.settle(slots, threads)? else {
             return Ok(Err(Unsettled));
         };
         // The walks are few: the hypothetical map a table of what they assume.
@@ -776,9 +786,10 @@ impl Dedup<'_> {
         self.resolve_fwds_among(composites, fwds)
     }
 
-    /// Map what the shapes settle (see the module's comment); the structs of mapped shapes
-    /// left to the walks, to be checked after them. `None`: the shapes settle nothing here.
-    fn settle(&mut self, threads: bool) -> Result<Option<Settled>> {
+    /// Map what the shapes settle (see the module's comment), their shapes made in `slots`
+    /// ([`unset_slots`], one per record or fewer); the structs of mapped shapes left to the
+    /// walks, to be checked after them. `None`: the shapes settle nothing here.
+    fn settle(&mut self, slots: Vec<u32>, threads: bool) -> Result<Option<Settled>> {
         let units = &self.types.units;
         let unit_count = units.len().saturating_sub(1);
         if unit_count == 0 {
@@ -788,9 +799,13 @@ impl Dedup<'_> {
         if first_extra as usize > self.tables.map.len() {
             return Ok(None);
         }
-        let mut of = Vec::new();
-        of.try_reserve_exact(first_extra as usize)?;
-        of.resize(first_extra as usize, UNSET);
+        // A slot for each unit's record.
+        let mut of = slots;
+        of.truncate(first_extra as usize);
+        if of.len() < first_extra as usize {
+            of.try_reserve_exact(first_extra as usize - of.len())?;
+            of.resize(first_extra as usize, UNSET);
+        }
         // Parts of about as much work: a record's shape costs about as much as reading its
         // words (a struct's members) again (by records alone, a kernel's second half took
         // half as long again as its first).
@@ -1623,8 +1638,8 @@ mod tests {
 
     fn deduplicated(seed: u64, units: usize, mix: Mix, with_units: bool) -> Vec<u8> {
         let (mut types, mut writer) = generate(seed, units, mix, with_units);
-        let tables = PhaseTables::new(types.records.len(), 0, true).unwrap();
-        super::super::dedup(&mut types, tables, &mut writer, false).unwrap();
+        let prepared = super::super::Prepared::new(types.records.len()).unwrap();
+        super::super::dedup(&mut types, prepared, &mut writer, false).unwrap();
         writer.finish().unwrap()
     }
 
@@ -1638,7 +1653,7 @@ mod tests {
             types: &mut types,
         };
         d.prim_phase(false).unwrap();
-        let Some(settled) = d.settle(false).unwrap() else {
+        let Some(settled) = d.settle(Vec::new(), false).unwrap() else {
             return 0;
         };
         let walked = settled.walked.len();
@@ -1648,7 +1663,10 @@ mod tests {
             types: &mut types,
         };
         d.prim_phase(false).unwrap();
-        match d.struct_phase_by_shapes(false).unwrap() {
+        match d
+            .struct_phase_by_shapes(super::unset_slots(n).unwrap(), false)
+            .unwrap()
+        {
             Err(_) => 1,
             Ok(_) if walked == 0 => 2,
             Ok(_) => 3,
