@@ -498,6 +498,22 @@ impl Types {
         record.words(&self.words)
     }
 
+    /// Record `id` (`void`'s past the last).
+    fn record_at(&self, id: u32) -> Record {
+        self.records
+            .get(id as usize)
+            .copied()
+            .unwrap_or(Record::VOID)
+    }
+
+    /// Record `id`'s kind-specific words (none past the last record).
+    fn words_at(&self, id: u32) -> &[u32] {
+        match self.records.get(id as usize) {
+            Some(r) => self.words(r),
+            None => &[],
+        }
+    }
+
     /// Whether record `id` is of a kind libbpf's reference phase deduplicates.
     fn is_reference(&self, id: u32) -> bool {
         self.records

@@ -213,27 +213,6 @@ impl PrimPart<'_> {
     }
 }
 
-impl DedupRecords for PrimPart<'_> {
-    fn record(&self, id: u32) -> Record {
-        self.types
-            .records
-            .get(id as usize)
-            .copied()
-            .unwrap_or(Record::VOID)
-    }
-
-    fn words(&self, id: u32) -> &[u32] {
-        match self.types.records.get(id as usize) {
-            Some(r) => self.types.words(r),
-            None => &[],
-        }
-    }
-
-    fn too_deep(&self) -> Error {
-        too_deep()
-    }
-}
-
 impl DedupPhases for PrimPart<'_> {
     fn tables(&self) -> &PhaseTables {
         &self.tables
@@ -315,26 +294,27 @@ impl NewIds {
     }
 }
 
-impl DedupRecords for Dedup<'_> {
-    fn record(&self, id: u32) -> Record {
-        self.types
-            .records
-            .get(id as usize)
-            .copied()
-            .unwrap_or(Record::VOID)
-    }
+/// [`DedupRecords`] for a type whose records are those of its `types`.
+macro_rules! records_of_types {
+    ($type:ty) => {
+        impl DedupRecords for $type {
+            fn record(&self, id: u32) -> Record {
+                self.types.record_at(id)
+            }
 
-    fn words(&self, id: u32) -> &[u32] {
-        match self.types.records.get(id as usize) {
-            Some(r) => self.types.words(r),
-            None => &[],
+            fn words(&self, id: u32) -> &[u32] {
+                self.types.words_at(id)
+            }
+
+            fn too_deep(&self) -> Error {
+                too_deep()
+            }
         }
-    }
-
-    fn too_deep(&self) -> Error {
-        too_deep()
-    }
+    };
 }
+
+records_of_types!(Dedup<'_>);
+records_of_types!(PrimPart<'_>);
 
 /// The error for record `id`, a slot the conversion never wrote.
 fn unwritten(id: u32) -> Error {
