@@ -124,6 +124,15 @@ pub(crate) fn name_table_get(table: &HashTable<(u32, u32)>, name: u32) -> Option
         .map(|&(_, id)| id)
 }
 
+/// The kinds libbpf's prim phase deduplicates ([`DedupPhases::prim_type`]): INT, FLOAT,
+/// FWD, ENUM and ENUM64.
+pub(crate) fn is_primitive_kind(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Int | Kind::Float | Kind::Fwd | Kind::Enum | Kind::Enum64
+    )
+}
+
 /// The kinds libbpf's reference phase deduplicates (`btf_dedup_ref_type`): modifiers,
 /// typedefs, pointers, functions, tags, arrays and prototypes.
 pub(crate) fn is_reference_kind(kind: Kind) -> bool {
@@ -155,6 +164,7 @@ pub(crate) fn is_mapped(map: &[u32], id: u32) -> bool {
 }
 
 /// Whether a map entry names a type (is no marker).
+#[inline]
 pub(crate) fn is_mapped_to(entry: u32) -> bool {
     entry < IN_PROGRESS
 }
@@ -165,7 +175,7 @@ pub(crate) fn resolve(map: &[u32], mut id: u32) -> u32 {
     for _ in 0..=map.len() {
         // One load a hop: the equivalence walk resolves two ids at every step.
         match map.get(id as usize) {
-            Some(&next) if next < IN_PROGRESS && next != id => id = next,
+            Some(&next) if is_mapped_to(next) && next != id => id = next,
             _ => return id,
         }
     }

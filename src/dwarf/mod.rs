@@ -366,14 +366,6 @@ struct Types {
     prims: Vec<u32>,
 }
 
-/// Whether the prim phase deduplicates records of `kind`.
-fn is_primitive(kind: Kind) -> bool {
-    matches!(
-        kind,
-        Kind::Int | Kind::Float | Kind::Fwd | Kind::Enum | Kind::Enum64
-    )
-}
-
 impl Types {
     /// Holding only `void`, id 0.
     fn new() -> Result<Types> {
@@ -418,7 +410,7 @@ impl Types {
         let Some(kind) = record.kind else {
             return Ok(());
         };
-        if is_primitive(kind) {
+        if crate::btf::dedup_table::is_primitive_kind(kind) {
             fallible::push(&mut self.prims, id)?;
         }
         if let Some((least, ids)) = &mut self.provisional
@@ -432,7 +424,10 @@ impl Types {
     /// Append a record (its id: the current length, plus the caller's offset).
     fn push(&mut self, mut record: Record, words: &[u32]) -> Result<()> {
         record.first_word = word_index(&self.words)?;
-        if record.kind.is_some_and(is_primitive) {
+        if record
+            .kind
+            .is_some_and(crate::btf::dedup_table::is_primitive_kind)
+        {
             let id = u32::try_from(self.records.len()).map_err(|_| too_many_records())?;
             fallible::push(&mut self.prims, id)?;
         }
@@ -516,9 +511,8 @@ impl Types {
 
     /// Whether record `id` is of a kind libbpf's reference phase deduplicates.
     fn is_reference(&self, id: u32) -> bool {
-        self.records
-            .get(id as usize)
-            .and_then(|r| r.kind)
+        self.record_at(id)
+            .kind
             .is_some_and(crate::btf::dedup_table::is_reference_kind)
     }
 

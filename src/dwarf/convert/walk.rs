@@ -542,8 +542,9 @@ struct Walks<'a> {
 
 /// Which thread walks a unit. Each puts its walks into nodes it wrote before where it can
 /// (the helper copies into them, the records' thread walks in them): the lines of nodes the
-/// other thread wrote last must be taken back from that core's cache, and where the two cores are far apart (another socket or die: a VM's two
-/// vCPUs may be placed so from one minute to the next) that took several times as long.
+/// other thread wrote last must be taken back from that core's cache, and where the two cores
+/// are far apart (another socket or die: a VM's two vCPUs may be placed so from one minute to
+/// the next) that took several times as long.
 #[cfg(feature = "std")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Walker {

@@ -801,11 +801,8 @@ impl Dedup<'_> {
         }
         // A slot for each unit's record.
         let mut of = slots;
-        of.truncate(first_extra as usize);
-        if of.len() < first_extra as usize {
-            of.try_reserve_exact(first_extra as usize - of.len())?;
-            of.resize(first_extra as usize, UNSET);
-        }
+        of.try_reserve_exact((first_extra as usize).saturating_sub(of.len()))?;
+        of.resize(first_extra as usize, UNSET);
         // Parts of about as much work: a record's shape costs about as much as reading its
         // words (a struct's members) again (by records alone, a kernel's second half took
         // half as long again as its first).
@@ -982,7 +979,7 @@ impl SettlePart<'_> {
             let (start, end) = (types.units[unit], types.units[unit + 1]);
             for id in start..end {
                 let at = (id - self.base) as usize;
-                let kind = types.records.get(id as usize).and_then(|r| r.kind);
+                let kind = types.record_at(id).kind;
                 let shape = &mut self.of[at];
                 if let Some(renumbered) = self.renumbered {
                     *shape = renumbered.get(*shape as usize).copied().unwrap_or(UNSET);
